@@ -1,0 +1,1 @@
+"""stencilforge's benchmark harness: ``python -m benchmarks``."""

@@ -1,0 +1,78 @@
+"""Named backends and the classes they are made of.
+
+``embedded_numpy`` (the default backend) is always here. ``embedded_cupy`` and
+``embedded_jax`` are created on first attribute access and raise ``AttributeError`` naming
+the missing optional package when it is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from backends.base import Backend, CompiledBackend, EmbeddedBackend
+
+__all__ = [
+    "DEFAULT_BACKEND",
+    "Backend",
+    "CompiledBackend",
+    "EmbeddedBackend",
+    "available_backends",
+    "embedded_numpy",
+]
+
+embedded_numpy = EmbeddedBackend("embedded_numpy", np)
+DEFAULT_BACKEND = embedded_numpy
+
+
+def _embedded_cupy() -> Backend:
+    return EmbeddedBackend("embedded_cupy", _require("cupy", "cuda"))
+
+
+def _embedded_jax() -> Backend:
+    return EmbeddedBackend("embedded_jax", _require("jax.numpy", "jax"))
+
+
+def _require(module: str, extra: str) -> object:
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        package = module.partition(".")[0]
+        raise AttributeError(
+            f"this backend needs the optional package {package!r}, which is "
+            f"not installed ({error}); install it with "
+            f"`pip install 'stencilforge[{extra}]'`"
+        ) from error
+
+
+# Backends created on first attribute access, because they import optional packages.
+_LAZY: dict[str, Callable[[], Backend]] = {
+    "embedded_cupy": _embedded_cupy,
+    "embedded_jax": _embedded_jax,
+}
+_created: dict[str, Backend] = {}
+_creation_lock = threading.Lock()
+
+
+def __getattr__(name: str) -> Backend:
+    factory = _LAZY.get(name)
+    if factory is None:
+        raise AttributeError(f"module 'backends' has no attribute {name!r}")
+    with _creation_lock:
+        if name not in _created:
+            _created[name] = factory()
+        return _created[name]
+
+
+def available_backends() -> dict[str, Backend]:
+    """Every named backend that can be created here, by name (optional ones included)."""
+    found: dict[str, Backend] = {"embedded_numpy": embedded_numpy}
+    for name in _LAZY:
+        try:
+            found[name] = __getattr__(name)
+        except AttributeError:
+            continue
+    return found

@@ -1,0 +1,125 @@
+"""Backends: a compile pipeline (or none) paired with an allocator for one device.
+
+``CompiledBackend`` checks at construction that its allocator allocates on the device its
+pipeline generates code for. ``EmbeddedBackend`` is the degenerate case: its pipeline is the
+identity and the Python definition runs directly on arrays of an array-API namespace.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, cast
+
+import attrs
+
+import allocators
+from allocators import DeviceType, FieldBufferAllocator
+from pipeline import CompilePipeline, identity
+from pipeline.workflow import step_name
+
+__all__ = ["Backend", "CompiledBackend", "EmbeddedBackend"]
+
+Allocator = FieldBufferAllocator | ModuleType | Any
+
+
+def _allocator_device_type(allocator: object) -> DeviceType:
+    resolved = allocators.resolve_allocator(allocator)
+    if allocators.is_array_namespace(resolved):
+        return allocators.namespace_device_type(resolved)
+    return cast(DeviceType, resolved.device_type)
+
+
+@attrs.frozen
+class Backend:
+    """A named way to run programs, with the allocator for its fields.
+
+    Attributes:
+        name: a short identifier used in metrics and messages (``"c_cpu"``).
+        allocator: a field buffer allocator, an array namespace, or a factory of either.
+
+    Backends are immutable configuration: ``copy.deepcopy(backend) is backend``.
+    """
+
+    name: str
+    allocator: Allocator
+
+    @property
+    def __field_allocator__(self) -> Any:
+        """The allocator, with factories unwrapped (the allocator-factory protocol)."""
+        return allocators.resolve_allocator(self.allocator)
+
+    @property
+    def device_type(self) -> DeviceType:
+        """The device type the backend's fields live on."""
+        return _allocator_device_type(self.allocator)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
+        return self
+
+    def __copy__(self) -> Backend:
+        return self
+
+
+@attrs.frozen
+class CompiledBackend(Backend):
+    """A backend that compiles programs through ``pipeline``.
+
+    Raises:
+        ValueError: at construction, when the allocator's device type differs from the device
+            type the pipeline's translation emits code for, or when the translation declares
+            no ``emits`` (so agreement cannot be checked).
+    """
+
+    pipeline: CompilePipeline[Any, Any, Any, Any, Any]
+
+    def __attrs_post_init__(self) -> None:
+        emitted = self.pipeline.source_format
+        if emitted is None:
+            raise ValueError(
+                f"backend {self.name!r}: translation {step_name(self.pipeline.translation)} "
+                "declares no `emits` SourceFormat, so the device agreement with the allocator "
+                "cannot be checked; give the translation an `emits` attribute"
+            )
+        allocator_device = _allocator_device_type(self.allocator)
+        if allocator_device != emitted.device_type:
+            kind = "array namespace" if allocators.is_array_namespace(
+                allocators.resolve_allocator(self.allocator)
+            ) else "allocator"
+            raise ValueError(
+                f"backend {self.name!r}: the {kind} allocates on {allocator_device.name} but "
+                f"the pipeline's translation {step_name(self.pipeline.translation)} emits "
+                f"{emitted}; use an allocator for {emitted.device_type.name} (or a translation "
+                f"for {allocator_device.name})"
+            )
+
+    @property
+    def device_type(self) -> DeviceType:
+        emitted = self.pipeline.source_format
+        assert emitted is not None  # checked at construction
+        return emitted.device_type
+
+
+def _validated_namespace(namespace: object) -> ModuleType:
+    return cast(ModuleType, allocators.validate_array_namespace(namespace))
+
+
+@attrs.frozen
+class EmbeddedBackend(Backend):
+    """A backend that runs the Python definition itself on arrays of ``allocator``.
+
+    Attributes:
+        allocator: an array-API namespace (``numpy``, ``array_api_strict``, ``cupy``,
+            ``jax.numpy``); anything else is a ``TypeError`` naming what is missing.
+    """
+
+    allocator: ModuleType = attrs.field(converter=_validated_namespace)
+
+    @property
+    def namespace(self) -> ModuleType:
+        """The array namespace that programs run on."""
+        return self.allocator
+
+    @property
+    def pipeline(self) -> Any:
+        """The identity: embedded programs are not compiled."""
+        return identity

@@ -1,0 +1,103 @@
+"""Exception types of the ``pipeline`` package.
+
+Each subclasses the closest built-in so that ``except ValueError`` (and friends) keeps
+working for callers who do not know our names.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArgumentError",
+    "DSLError",
+    "DSLNameError",
+    "DSLSyntaxError",
+    "DSLTypeError",
+    "DomainError",
+    "FingerprintError",
+    "StepMismatchError",
+    "UnsafeCacheDirectoryError",
+]
+
+
+class FingerprintError(TypeError):
+    """An object cannot be fingerprinted stably (strict mode).
+
+    Raised instead of falling back to an identity-based key, because a disk cache keyed by
+    such a fingerprint would silently miss (or, worse, hit the wrong entry) in another process.
+    """
+
+
+class StepMismatchError(ValueError):
+    """Two steps of a pipeline disagree about the artifact that passes between them."""
+
+
+class UnsafeCacheDirectoryError(PermissionError):
+    """A cache directory that other users could write to, or that another user owns.
+
+    Cache entries are code that will be loaded and run, so such a directory is refused.
+    """
+
+
+class DomainError(ValueError):
+    """The arrays of a call do not cover the output domain plus the stencil's reach.
+
+    Raised before anything runs, with the same message on every backend: it names the
+    program, the field, the dimension and the missing halo.
+    """
+
+
+class ArgumentError(TypeError):
+    """A program argument has the wrong kind, rank, dtype or device for its annotation."""
+
+
+class DSLError(Exception):
+    """A program definition that the DSL cannot accept, located in the user's source.
+
+    Attributes:
+        message: what is wrong and what to change.
+        filename, line, column: where (1-based line and column), when known.
+        source_line: the offending line of source, when available.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        filename: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        source_line: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.filename = filename
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+
+    def __str__(self) -> str:
+        if self.filename is None or self.line is None:
+            return self.message
+        where = f'File "{self.filename}", line {self.line}'
+        if self.column is not None:
+            where += f", column {self.column}"
+        text = f"{where}: {self.message}"
+        if self.source_line is not None:
+            stripped = self.source_line.rstrip()
+            indent = len(stripped) - len(stripped.lstrip())
+            text += f"\n    {stripped.lstrip()}"
+            if self.column is not None and self.column - 1 >= indent:
+                text += "\n    " + " " * (self.column - 1 - indent) + "^"
+        return text
+
+
+class DSLSyntaxError(DSLError):
+    """Python syntax that the DSL does not support (loops, attribute access, subscripts...)."""
+
+
+class DSLNameError(DSLError, NameError):
+    """A name that is neither a parameter, a local, nor a known global of the definition."""
+
+
+class DSLTypeError(DSLError, TypeError):
+    """A type error: dimensions, dtypes, promotion, number of outputs, missing annotations."""

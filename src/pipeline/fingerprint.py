@@ -1,0 +1,237 @@
+"""Stable content fingerprints of Python values.
+
+``fingerprint(value)`` is a hex SHA-256 digest that depends only on the value's content, so
+the same value has the same fingerprint in another process and under another
+``PYTHONHASHSEED``. Every encoding is type-tagged: ``1``, ``1.0`` and ``True`` differ, and so
+do ``(1,)`` and ``[1]``.
+
+Supported: ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``; tuples,
+lists, dicts and (frozen)sets; attrs classes and dataclasses (by their fields); enums; types;
+modules; NumPy dtypes, scalars and arrays; functions (module, qualified name, a hash of the
+code, and the values of the closure); ``functools.partial``; and any object with a
+``__fingerprint__()`` method returning a fingerprintable value.
+
+In strict mode (the default, and what disk caches use) anything else raises
+``FingerprintError``, naming the object. Non-strict mode identifies such objects by ``id``:
+valid only within one process and only while the object is alive, which is what an in-memory
+cache needs and nothing more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import math
+import struct
+import types
+from collections.abc import Callable
+from typing import Any, cast
+
+import attrs
+import numpy as np
+
+from pipeline.errors import FingerprintError
+
+__all__ = ["fingerprint", "fingerprint_bytes"]
+
+_MAX_DEPTH = 200
+
+
+def fingerprint(value: object, *, strict: bool = True) -> str:
+    """Return the hex SHA-256 content fingerprint of ``value``.
+
+    Args:
+        value: the object to fingerprint.
+        strict: raise instead of falling back to a process-local identity.
+
+    Raises:
+        FingerprintError: (a ``TypeError``) in strict mode, for an object with no stable
+            encoding; the message names the object and the path to it.
+    """
+    return _Encoder(strict).digest(value)
+
+
+def fingerprint_bytes(data: bytes) -> str:
+    """The hex SHA-256 of raw bytes (file contents, generated source)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Encoder:
+    def __init__(self, strict: bool) -> None:
+        self._strict = strict
+        self._hash = hashlib.sha256()
+        self._active: dict[int, int] = {}
+        self._path: list[str] = []
+
+    def digest(self, value: object) -> str:
+        self._encode(value)
+        return self._hash.hexdigest()
+
+    def _tag(self, tag: str, payload: bytes = b"") -> None:
+        # Length-prefixed, so that adjacent items can never run into each other.
+        self._hash.update(tag.encode() + b":" + struct.pack("<Q", len(payload)) + payload)
+
+    def _encode(self, value: object) -> None:
+        key = id(value)
+        if key in self._active:
+            self._tag("backref", struct.pack("<Q", len(self._active) - self._active[key]))
+            return
+        if len(self._active) > _MAX_DEPTH:
+            raise FingerprintError(
+                f"value nested deeper than {_MAX_DEPTH} levels at {self._where()}"
+            )
+        self._active[key] = len(self._active)
+        try:
+            self._encode_value(value)
+        finally:
+            del self._active[key]
+
+    def _encode_value(self, value: object) -> None:
+        if value is None or value is Ellipsis:
+            self._tag(repr(value))
+        elif isinstance(value, np.generic):  # before float: np.float64 subclasses float
+            self._tag("npscalar", value.dtype.str.encode() + value.tobytes())
+        elif isinstance(value, bool):
+            self._tag("bool", b"1" if value else b"0")
+        elif isinstance(value, enum.Enum):
+            self._tag("enum", _qualified_name(type(value)).encode())
+            self._encode(value.name)
+        elif isinstance(value, int):
+            self._tag("int", str(value).encode())
+        elif isinstance(value, float):
+            self._tag("float", _float_bytes(value))
+        elif isinstance(value, complex):
+            self._tag("complex", _float_bytes(value.real) + _float_bytes(value.imag))
+        elif isinstance(value, str):
+            self._tag("str", value.encode("utf-8", "surrogatepass"))
+        elif isinstance(value, bytes | bytearray):
+            self._tag(type(value).__name__, bytes(value))
+        elif isinstance(value, tuple | list):
+            self._tag(f"{_qualified_name(type(value))}[{len(value)}]")
+            for index, item in enumerate(value):
+                self._child(str(index), item)
+        elif isinstance(value, dict | types.MappingProxyType):
+            self._tag(f"{_qualified_name(type(value))}[{len(value)}]")
+            for key_print, key, item in sorted(
+                ((self._sub(k), k, v) for k, v in value.items()), key=lambda e: e[0]
+            ):
+                self._tag("key", key_print.encode())
+                self._child(repr(key), item)
+        elif isinstance(value, set | frozenset):
+            prints = sorted(self._sub(item) for item in value)
+            self._tag(f"{type(value).__name__}[{len(prints)}]", "".join(prints).encode())
+        elif isinstance(value, np.dtype):
+            self._tag("dtype", value.str.encode() + repr(value.descr).encode())
+        elif isinstance(value, np.ndarray):
+            self._encode_array(value)
+        elif hasattr(value, "__fingerprint__") and not isinstance(value, type):
+            self._tag("custom", _qualified_name(type(value)).encode())
+            self._child("__fingerprint__()", value.__fingerprint__())
+        elif attrs.has(type(value)):
+            self._tag("attrs", _qualified_name(type(value)).encode())
+            for field in attrs.fields(cast(Any, type(value))):
+                if field.eq:
+                    self._child(field.name, getattr(value, field.name))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            self._tag("dataclass", _qualified_name(type(value)).encode())
+            for field in dataclasses.fields(value):
+                if field.compare:
+                    self._child(field.name, getattr(value, field.name))
+        elif isinstance(value, type):
+            self._tag("type", _qualified_name(value).encode())
+        elif isinstance(value, types.ModuleType):
+            self._tag("module", value.__name__.encode())
+        elif isinstance(value, functools.partial):
+            self._tag("partial")
+            self._child("func", value.func)
+            self._child("args", value.args)
+            self._child("keywords", value.keywords)
+        elif isinstance(value, types.MethodType):
+            self._tag("method")
+            self._child("__func__", value.__func__)
+            self._child("__self__", value.__self__)
+        elif isinstance(value, types.FunctionType):
+            self._encode_function(value)
+        elif isinstance(value, types.BuiltinFunctionType | np.ufunc):
+            module = getattr(value, "__module__", None) or "builtins"
+            self._tag("builtin", f"{module}.{value.__name__}".encode())
+        elif isinstance(value, types.CodeType):
+            self._encode_code(value)
+        else:
+            self._unstable(value)
+
+    def _encode_array(self, array: np.ndarray[Any, Any]) -> None:
+        if array.dtype.hasobject:
+            self._unstable(array)
+            return
+        header = f"{array.dtype.str}{array.shape}".encode()
+        self._tag("ndarray", header + np.ascontiguousarray(array).tobytes())
+
+    def _encode_function(self, function: types.FunctionType) -> None:
+        self._tag("function", f"{function.__module__}.{function.__qualname__}".encode())
+        self._encode_code(function.__code__)
+        self._child("__defaults__", function.__defaults__)
+        self._child("__kwdefaults__", function.__kwdefaults__)
+        closure = function.__closure__ or ()
+        names = function.__code__.co_freevars
+        for name, cell in zip(names, closure, strict=True):
+            try:
+                content = cell.cell_contents
+            except ValueError:  # an empty cell: the variable is not bound yet
+                self._tag("emptycell", name.encode())
+                continue
+            self._child(f"closure {name}", content)
+
+    def _encode_code(self, code: types.CodeType) -> None:
+        # co_code is the compiled bytecode: stable for one interpreter version, which is why
+        # cache keys are also salted with the Python version.
+        self._tag("code", code.co_code)
+        self._child("co_names", code.co_names)
+        self._child("co_varnames", code.co_varnames)
+        self._child("co_freevars", code.co_freevars)
+        self._child("co_consts", tuple(code.co_consts))
+
+    def _child(self, label: str, value: object) -> None:
+        self._path.append(label)
+        try:
+            self._encode(value)
+        finally:
+            self._path.pop()
+
+    def _sub(self, value: object) -> str:
+        encoder = _Encoder(self._strict)
+        encoder._path = [*self._path, "<item>"]
+        return encoder.digest(value)
+
+    def _unstable(self, value: object) -> None:
+        if self._strict:
+            raise FingerprintError(
+                f"cannot fingerprint {_describe(value)} at {self._where()} stably across "
+                "processes; give its class a __fingerprint__() method returning a "
+                "fingerprintable value, make it an attrs class or dataclass, or use an "
+                "in-memory cache (non-strict fingerprints)"
+            )
+        self._tag("identity", f"{_qualified_name(type(value))}@{id(value)}".encode())
+
+    def _where(self) -> str:
+        return "value" + "".join(f"[{p}]" for p in self._path) if self._path else "the top level"
+
+
+def _float_bytes(value: float) -> bytes:
+    if math.isnan(value):
+        return b"nan"
+    return struct.pack("<d", value)
+
+
+def _qualified_name(cls: type | Callable[..., Any]) -> str:
+    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', '?')}"
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} (type {_qualified_name(type(value))})"
+

@@ -1,0 +1,203 @@
+"""Steps, the four-stage compile pipeline, and the stage events it emits.
+
+A *step* is any callable from one stage artifact to the next. Steps with configuration are
+frozen attrs classes, so ``attrs.evolve(step, option=...)`` makes a variant. A
+``CompilePipeline`` names its four steps and runs them in order with an explicit body.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
+
+import attrs
+
+from pipeline.errors import StepMismatchError
+from pipeline.stages import SourceFormat
+
+__all__ = [
+    "CompilePipeline",
+    "StageEvent",
+    "StageSubscription",
+    "Step",
+    "identity",
+    "step_name",
+    "subscribe",
+    "unwrap_step",
+]
+
+S_contra = TypeVar("S_contra", contravariant=True)
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
+Def = TypeVar("Def")
+Prog = TypeVar("Prog")
+Src = TypeVar("Src")
+Art = TypeVar("Art")
+Exe = TypeVar("Exe")
+
+
+class Step(Protocol[S_contra, T_co]):
+    """One stage of a pipeline: a callable from one artifact to the next.
+
+    Plain functions are steps. A step may declare what it produces or accepts through the
+    optional attributes ``emits`` (translations) and ``accepts`` (compilations), each a
+    ``SourceFormat``; ``CompilePipeline`` checks that they agree when it is constructed.
+    """
+
+    def __call__(self, inp: S_contra, /) -> T_co: ...
+
+
+def identity(inp: T, /) -> T:
+    """The step that returns its input: the whole pipeline of an embedded backend."""
+    return inp
+
+
+def unwrap_step(step: object) -> object:
+    """Return the innermost step of wrappers that expose the wrapped step as ``.step``."""
+    seen = 0
+    while hasattr(step, "step") and seen < 32:
+        step = step.step
+        seen += 1
+    return step
+
+
+def step_name(step: object) -> str:
+    """A short human-readable name for a step, used in events and error messages."""
+    inner = unwrap_step(step)
+    prefix = "cached " if inner is not step else ""
+    if isinstance(inner, type) or (callable(inner) and hasattr(inner, "__qualname__")):
+        return prefix + str(getattr(inner, "__qualname__", repr(inner)))
+    return prefix + type(inner).__qualname__
+
+
+@attrs.frozen
+class StageEvent:
+    """Emitted after each step of a pipeline run.
+
+    Attributes:
+        stage: the pipeline field that ran (``"frontend"``, ``"translation"``, ...).
+        step: the name of the step object (see ``step_name``).
+        artifact: what the step returned.
+        seconds: wall-clock duration of the step.
+    """
+
+    stage: str
+    step: str
+    artifact: object = attrs.field(repr=False)
+    seconds: float
+
+
+_subscribers_lock = threading.Lock()
+# Registry of stage-event callbacks: the one piece of mutable global state of this module.
+_subscribers: dict[int, Callable[[StageEvent], None]] = {}
+_next_token = 0
+
+
+@attrs.frozen
+class StageSubscription:
+    """A registered stage-event callback; ``unsubscribe()`` or ``with`` removes it."""
+
+    token: int
+
+    def unsubscribe(self) -> None:
+        """Stop delivering events to the callback (idempotent)."""
+        with _subscribers_lock:
+            _subscribers.pop(self.token, None)
+
+    def __enter__(self) -> StageSubscription:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.unsubscribe()
+
+
+def subscribe(callback: Callable[[StageEvent], None]) -> StageSubscription:
+    """Deliver every stage event of every pipeline run in this process to ``callback``.
+
+    Callbacks run synchronously on the thread that ran the step; an exception in a callback
+    propagates to the caller of the pipeline.
+
+    Returns:
+        a handle whose ``unsubscribe()`` removes the callback; it is also a context manager.
+    """
+    global _next_token  # noqa: PLW0603  (the documented registry)
+    with _subscribers_lock:
+        _next_token += 1
+        _subscribers[_next_token] = callback
+        return StageSubscription(_next_token)
+
+
+def _emit(stage: str, step: object, artifact: object, seconds: float) -> None:
+    with _subscribers_lock:
+        callbacks = list(_subscribers.values())
+    if not callbacks:
+        return
+    event = StageEvent(stage, step_name(step), artifact, seconds)
+    for callback in callbacks:
+        callback(event)
+
+
+def _run(stage: str, step: Callable[[Any], T], inp: object) -> T:
+    start = time.perf_counter()
+    out = step(inp)
+    _emit(stage, step, out, time.perf_counter() - start)
+    return out
+
+
+def _declared_format(step: object, attribute: str) -> SourceFormat | None:
+    value = getattr(unwrap_step(step), attribute, None)
+    return value if isinstance(value, SourceFormat) else None
+
+
+@attrs.frozen
+class CompilePipeline(Generic[Def, Prog, Src, Art, Exe]):
+    """The four stages from a program definition to an executable.
+
+    Construction checks cross-step agreement: when the translation declares ``emits`` and the
+    compilation declares ``accepts``, the two ``SourceFormat`` values must be equal. A step
+    that declares nothing is taken on trust.
+
+    Raises:
+        StepMismatchError: (a ``ValueError``) at construction, naming both steps and values.
+    """
+
+    frontend: Step[Def, Prog]
+    translation: Step[Prog, Src]
+    compilation: Step[Src, Art]
+    loading: Step[Art, Exe]
+
+    def __attrs_post_init__(self) -> None:
+        emits = _declared_format(self.translation, "emits")
+        accepts = _declared_format(self.compilation, "accepts")
+        if emits is not None and accepts is not None and emits != accepts:
+            raise StepMismatchError(
+                f"translation {step_name(self.translation)} emits {emits}, but compilation "
+                f"{step_name(self.compilation)} accepts {accepts}; pair the translation with a "
+                "compilation for the same language and device type"
+            )
+
+    @property
+    def source_format(self) -> SourceFormat | None:
+        """What the translation declares it emits, if it declares it."""
+        return _declared_format(self.translation, "emits")
+
+    def translate(self, definition: Def) -> Src:
+        """Run frontend and translation only: the sanctioned partial run for inspection."""
+        program = _run("frontend", self.frontend, definition)
+        return _run("translation", self.translation, program)
+
+    def __call__(self, definition: Def) -> Exe:
+        """Run all four stages in order and return the executable."""
+        program = _run("frontend", self.frontend, definition)
+        source = _run("translation", self.translation, program)
+        artifact = _run("compilation", self.compilation, source)
+        return _run("loading", self.loading, artifact)
+
+    def stages(self) -> Iterator[tuple[str, object]]:
+        """The (stage name, step) pairs in order, for display and inspection."""
+        yield "frontend", self.frontend
+        yield "translation", self.translation
+        yield "compilation", self.compilation
+        yield "loading", self.loading

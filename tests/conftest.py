@@ -1,0 +1,39 @@
+"""Shared test configuration: markers for optional dependencies skip cleanly when absent."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+import pytest
+
+OPTIONAL_PACKAGE_MARKERS = {
+    "requires_cupy": "cupy",
+    "requires_jax": "jax",
+    "requires_dace": "dace",
+}
+
+
+@functools.cache
+def _has_package(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+@functools.cache
+def _has_gpu() -> bool:
+    if not _has_package("cupy"):
+        return False
+    try:
+        import cupy  # noqa: PLC0415
+
+        return bool(cupy.cuda.runtime.getDeviceCount() > 0)
+    except Exception:  # noqa: BLE001  (no driver, no device: all mean "no GPU")
+        return False
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker, package in OPTIONAL_PACKAGE_MARKERS.items():
+        if item.get_closest_marker(marker) and not _has_package(package):
+            pytest.skip(f"optional package {package!r} is not installed")
+    if item.get_closest_marker("requires_gpu") and not _has_gpu():
+        pytest.skip("no CUDA GPU (cupy with a visible device) is available")

@@ -1,0 +1,7 @@
+"""A module whose functions the fingerprint tests import in a subprocess."""
+
+FACTOR = 3
+
+
+def scale(x):
+    return FACTOR * x
