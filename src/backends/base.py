@@ -14,10 +14,17 @@ import attrs
 
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
+from backends.embedded import EmbeddedExecutable
 from pipeline import CompilePipeline, identity
+from pipeline.arguments import ArgumentChecker
+from pipeline.frontend.step import frontend_in_memory
+from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
 from pipeline.workflow import step_name
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend"]
+
+# The frontend is shared by every backend, so a definition is parsed once per process.
+_FRONTEND = frontend_in_memory()
 
 Allocator = FieldBufferAllocator | ModuleType | Any
 
@@ -59,6 +66,33 @@ class Backend:
     def __copy__(self) -> Backend:
         return self
 
+    is_embedded = False
+
+    def _unsupported(self) -> TypeError:
+        return TypeError(
+            f"backend {self.name!r} is a {type(self).__name__}, which is neither a "
+            "CompiledBackend nor an EmbeddedBackend, so programs cannot run on it; derive "
+            "your backend from one of those two"
+        )
+
+    def dispatch_key(self, args: tuple[Any, ...]) -> Any:
+        """The part of a call's arguments an executable is specialized for."""
+        raise self._unsupported()
+
+    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
+        """An executable for ``definition``, specialized for ``args``."""
+        raise self._unsupported()
+
+    def translate_program(
+        self, definition: ProgramDefinition, args: tuple[Any, ...]
+    ) -> ProgramSource:
+        """The source a compiled backend generates for ``definition`` and ``args``."""
+        raise self._unsupported()
+
+    def frontend_program(self, definition: ProgramDefinition) -> CompilableProgram:
+        """The frontend's typed, inlined IR for ``definition``."""
+        return _FRONTEND(definition)
+
 
 @attrs.frozen
 class CompiledBackend(Backend):
@@ -82,9 +116,11 @@ class CompiledBackend(Backend):
             )
         allocator_device = _allocator_device_type(self.allocator)
         if allocator_device != emitted.device_type:
-            kind = "array namespace" if allocators.is_array_namespace(
-                allocators.resolve_allocator(self.allocator)
-            ) else "allocator"
+            kind = (
+                "array namespace"
+                if allocators.is_array_namespace(allocators.resolve_allocator(self.allocator))
+                else "allocator"
+            )
             raise ValueError(
                 f"backend {self.name!r}: the {kind} allocates on {allocator_device.name} but "
                 f"the pipeline's translation {step_name(self.pipeline.translation)} emits "
@@ -123,3 +159,14 @@ class EmbeddedBackend(Backend):
     def pipeline(self) -> Any:
         """The identity: embedded programs are not compiled."""
         return identity
+
+    is_embedded = True
+
+    def dispatch_key(self, args: tuple[Any, ...]) -> Any:
+        """Embedded programs need one executable whatever the arguments."""
+        return None
+
+    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
+        """Run ``definition`` itself on fields of the namespace, after checking arguments."""
+        checker = ArgumentChecker(self.frontend_program(definition).ir)
+        return EmbeddedExecutable(definition, checker, self.allocator, self.device_type)

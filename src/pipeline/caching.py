@@ -175,7 +175,10 @@ class DiskStepCache:
         except Exception as error:
             _log.warning(
                 "evicting damaged cache entry %s in %s (%s: %s); it will be recomputed",
-                key, self.directory, type(error).__name__, error,
+                key,
+                self.directory,
+                type(error).__name__,
+                error,
             )
             self.stats.damaged += 1
             self._entries.delete(key, retry=True)

@@ -234,4 +234,3 @@ def _describe(value: object) -> str:
     if len(text) > 80:
         text = text[:77] + "..."
     return f"{text} (type {_qualified_name(type(value))})"
-

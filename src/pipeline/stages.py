@@ -45,11 +45,17 @@ class ProgramDefinition:
         function: the user's Python function.
         kind: ``"field_operator"`` or ``"program"``.
         captured: the global and closure values the function's body refers to, by name.
+        compile_time_args: what a backend specializes the program for (e.g. which
+            dimensions have unit stride), as sorted (name, value) pairs; empty for the frontend.
+        output_slices: for a field operator called directly, the output domain as (start,
+            stop) per dimension of the output; ``None`` means the whole output.
     """
 
     function: Callable[..., Any]
     kind: str
     captured: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    compile_time_args: tuple[tuple[str, Any], ...] = ()
+    output_slices: tuple[tuple[int | None, int | None], ...] | None = None
 
     @property
     def name(self) -> str:
@@ -57,7 +63,13 @@ class ProgramDefinition:
         return self.function.__name__
 
     def __fingerprint__(self) -> object:
-        return (self.function, self.kind, dict(self.captured))
+        return (
+            self.function,
+            self.kind,
+            dict(self.captured),
+            self.compile_time_args,
+            self.output_slices,
+        )
 
     def __repr__(self) -> str:
         function = self.function

@@ -1,0 +1,379 @@
+"""Fields over an array namespace: the values a definition computes on when run embedded.
+
+An ``EmbeddedField`` is an array plus, per dimension, the absolute index of its first
+element (its *origin*); its domain is ``[origin, origin + size)``. A shift moves the origin,
+not the data. Operations act on the intersection of their operands' domains and broadcast
+along dimensions an operand lacks. Program parameters are backed by a ``_Cell`` so that
+namespaces without in-place update (JAX) can replace the array after a write.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from allocators import namespace_attribute
+from pipeline.dsl.types import Offset
+
+__all__ = ["EmbeddedField", "field_parameter"]
+
+Scalar = bool | int | float
+
+
+class _Cell:
+    """Holds the current array of a program parameter."""
+
+    __slots__ = ("array", "functional")
+
+    def __init__(self, array: Any, functional: bool) -> None:
+        self.array = array
+        self.functional = functional
+
+
+class EmbeddedField:
+    """An array over named dimensions with an origin per dimension.
+
+    Attributes:
+        dims: dimension names, one per array axis.
+        origin: absolute index of the first element along each axis.
+        ns: the array namespace.
+    """
+
+    __slots__ = ("_data", "_index", "cell", "dims", "ns", "origin")
+    __hash__ = None  # type: ignore[assignment]  # == builds a field, so fields are unhashable
+
+    def __init__(
+        self,
+        data: Any,
+        dims: tuple[str, ...],
+        origin: tuple[int, ...],
+        ns: Any,
+        cell: _Cell | None = None,
+        index: tuple[slice, ...] | None = None,
+    ) -> None:
+        self._data = data
+        self.dims = dims
+        self.origin = origin
+        self.ns = ns
+        self.cell = cell
+        self._index = index
+
+    @property
+    def array(self) -> Any:
+        """The current values (read through the cell for program parameters)."""
+        if self.cell is not None:
+            assert self._index is not None
+            return self.cell.array[self._index]
+        return self._data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+    def bounds(self) -> dict[str, tuple[int, int]]:
+        """Absolute (start, stop) per dimension."""
+        return {d: (o, o + n) for d, o, n in zip(self.dims, self.origin, self.shape, strict=True)}
+
+    def __repr__(self) -> str:
+        domain = ", ".join(f"{d}[{a}:{b}]" for d, (a, b) in self.bounds().items())
+        return f"EmbeddedField({domain}, dtype={self.array.dtype})"
+
+    # -- shifts and output slices ---------------------------------------------------------
+    def __call__(self, *offsets: Offset) -> EmbeddedField:
+        origin = list(self.origin)
+        for offset in offsets:
+            name = offset.dimension.name
+            if name not in self.dims:
+                raise ValueError(f"cannot shift along {name}: the field has dimensions {self.dims}")
+            origin[self.dims.index(name)] -= offset.value
+        return EmbeddedField(self.array, self.dims, tuple(origin), self.ns)
+
+    def __getitem__(self, index: slice | tuple[slice, ...]) -> EmbeddedField:
+        items = index if isinstance(index, tuple) else (index,)
+        if len(items) > len(self.dims) or not all(isinstance(s, slice) for s in items):
+            raise IndexError(f"slice a field with one slice per dimension {self.dims}")
+        items = items + (slice(None),) * (len(self.dims) - len(items))
+        bounds = [s.indices(n)[:2] for s, n in zip(items, self.shape, strict=True)]
+        slices = tuple(slice(a, max(a, b)) for a, b in bounds)
+        origin = tuple(o + a for o, (a, _) in zip(self.origin, bounds, strict=True))
+        if self.cell is None:
+            return EmbeddedField(self.array[slices], self.dims, origin, self.ns)
+        assert self._index is not None
+        root = tuple(
+            slice(r.start + s.start, r.start + s.stop)
+            for r, s in zip(self._index, slices, strict=True)
+        )
+        return EmbeddedField(None, self.dims, origin, self.ns, self.cell, root)
+
+    def __dsl_assign__(self, value: EmbeddedField | Scalar) -> None:
+        """Write ``value`` over this field's whole domain (the ``out=`` of a call)."""
+        dtype = self.array.dtype
+        if isinstance(value, EmbeddedField):
+            data = value._restricted(self.bounds(), self.dims)
+            data = self.ns.astype(data, dtype) if data.dtype != dtype else data
+            data = self.ns.broadcast_to(data, self.shape)
+        else:
+            data = self.ns.full(self.shape, value, dtype=dtype)
+        if self.cell is None or self._index is None:
+            raise TypeError("only slices of program parameters can be written with out=")
+        if self.cell.functional:
+            self.cell.array = self.cell.array.at[self._index].set(data)
+        else:
+            self.cell.array[self._index] = data
+
+    def _restricted(self, bounds: dict[str, tuple[int, int]], dims: Sequence[str]) -> Any:
+        """The values over ``bounds``, axes ordered as ``dims`` (size 1 where broadcast)."""
+        index = []
+        for d, o in zip(self.dims, self.origin, strict=True):
+            start, stop = bounds.get(d, (o, o + self.shape[self.dims.index(d)]))
+            index.append(slice(start - o, stop - o))
+        data = self.array[tuple(index)]
+        present = [d for d in dims if d in self.dims]
+        if present != list(self.dims):
+            data = self.ns.permute_dims(data, tuple(self.dims.index(d) for d in present))
+        shape = [data.shape[present.index(d)] if d in self.dims else 1 for d in dims]
+        return self.ns.reshape(data, tuple(shape))
+
+    # -- elementwise operations -----------------------------------------------------------
+    def _combine(self, others: Sequence[Any], function: Callable[..., Any]) -> EmbeddedField:
+        fields = [self, *[o for o in others if isinstance(o, EmbeddedField)]]
+        widest = max(fields, key=lambda f: len(f.dims))
+        dims = list(widest.dims)
+        for f in fields:
+            dims.extend(d for d in f.dims if d not in dims)
+        bounds: dict[str, tuple[int, int]] = {}
+        for f in fields:
+            for d, (a, b) in f.bounds().items():
+                lo, hi = bounds.get(d, (a, b))
+                bounds[d] = (max(lo, a), max(lo, a, min(hi, b)))
+        arrays = [
+            o._restricted(bounds, dims) if isinstance(o, EmbeddedField) else o
+            for o in (self, *others)
+        ]
+        result = function(*arrays)
+        origin = tuple(bounds[d][0] for d in dims)
+        return EmbeddedField(result, tuple(dims), origin, self.ns)
+
+    def _binary(
+        self, other: Any, op: Callable[[Any, Any], Any], reflected: bool = False
+    ) -> EmbeddedField:
+        def apply(a: Any, b: Any) -> Any:
+            a, b = _coerce(self.ns, a, b, op)
+            return op(b, a) if reflected else op(a, b)
+
+        if not isinstance(other, EmbeddedField) and not _is_scalar(other):
+            return NotImplemented  # type: ignore[no-any-return]
+        return self._combine([other], apply)
+
+    def __add__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.add)
+
+    def __radd__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.add, True)
+
+    def __sub__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.sub)
+
+    def __rsub__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.sub, True)
+
+    def __mul__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.mul)
+
+    def __rmul__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.mul, True)
+
+    def __truediv__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.truediv)
+
+    def __rtruediv__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.truediv, True)
+
+    def __floordiv__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.floordiv)
+
+    def __rfloordiv__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.floordiv, True)
+
+    def __mod__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.mod)
+
+    def __rmod__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.mod, True)
+
+    def __pow__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.pow)
+
+    def __rpow__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.pow, True)
+
+    def __and__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.and_)
+
+    def __rand__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.and_, True)
+
+    def __or__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.or_)
+
+    def __ror__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.or_, True)
+
+    def __lt__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.lt)
+
+    def __le__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.le)
+
+    def __gt__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.gt)
+
+    def __ge__(self, o: Any) -> EmbeddedField:
+        return self._binary(o, operator.ge)
+
+    def __eq__(self, o: Any) -> EmbeddedField:  # type: ignore[override]
+        return self._binary(o, operator.eq)
+
+    def __ne__(self, o: Any) -> EmbeddedField:  # type: ignore[override]
+        return self._binary(o, operator.ne)
+
+    def __neg__(self) -> EmbeddedField:
+        return self._combine([], operator.neg)
+
+    def __pos__(self) -> EmbeddedField:
+        return self._combine([], operator.pos)
+
+    def __invert__(self) -> EmbeddedField:
+        return self._combine([], operator.invert)
+
+    def __abs__(self) -> EmbeddedField:
+        return self._combine([], self.ns.abs)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a field has no truth value; use where(cond, a, b) instead of if/and/or, and & | ~"
+        )
+
+    def __dsl_builtin__(self, name: str, args: tuple[Any, ...]) -> Any:
+        """Apply the DSL builtin ``name`` (see ``pipeline.dsl.builtins``)."""
+        ns = self.ns
+        first = next(a for a in args if isinstance(a, EmbeddedField))
+        others = [a for a in args if a is not first]
+        position = args.index(first)
+
+        def ordered(a0: Any, *rest: Any) -> list[Any]:
+            values = list(rest)
+            values.insert(position, a0)
+            return values
+
+        if name == "astype":
+            dtype = namespace_attribute(ns, np.dtype(args[1]).name)
+            return first._combine([], lambda a: ns.astype(a, dtype))
+        if name == "where":
+
+            def where(*values: Any) -> Any:
+                cond, a, b = ordered(*values)
+                a, b = _coerce(ns, a, b, None)
+                a = _as_array(ns, a, b)
+                b = _as_array(ns, b, a)
+                return ns.where(_as_array(ns, cond, None), a, b)
+
+            return first._combine(others, where)
+        if name in {"minimum", "maximum", "power"}:
+
+            def binary(*values: Any) -> Any:
+                a, b = ordered(*values)
+                a, b = _coerce(ns, a, b, None)
+                if name == "power":
+                    return a**b
+                a, b = _as_array(ns, a, b), _as_array(ns, b, a)
+                return namespace_attribute(ns, name)(a, b)
+
+            return first._combine(others, binary)
+        function = namespace_attribute(ns, _ARRAY_API_NAMES.get(name, name))
+
+        def unary(a: Any) -> Any:
+            if _is_integer(a) and name in {"floor", "ceil", "abs"}:
+                return a if name != "abs" else ns.abs(a)
+            if _is_integer(a):
+                a = ns.astype(a, ns.float64)
+            return function(a)
+
+        return first._combine([], unary)
+
+
+# DSL (NumPy) names -> array-API standard names.
+_ARRAY_API_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "power": "pow"}
+
+
+def _is_scalar(value: Any) -> bool:
+    """A Python or NumPy scalar, or a 0-d array (how boolean scalar parameters arrive)."""
+    if isinstance(value, bool | int | float | np.generic):
+        return True
+    return getattr(value, "shape", None) == () and hasattr(value, "dtype")
+
+
+def _is_integer(array: Any) -> bool:
+    return hasattr(array, "dtype") and np.dtype(str(array.dtype).rsplit(".", 1)[-1]).kind in "iu"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "b"
+    if isinstance(value, int | np.integer):
+        return "i"
+    if isinstance(value, float | np.floating):
+        return "f"
+    return np.dtype(str(value.dtype).rsplit(".", 1)[-1]).kind.replace("u", "i")
+
+
+def _coerce(ns: Any, a: Any, b: Any, op: Callable[..., Any] | None) -> tuple[Any, Any]:
+    """Apply the DSL's promotion (NumPy 2 weak scalars) explicitly, so strict namespaces agree."""
+    ka, kb = _kind(a), _kind(b)
+    if op is operator.truediv and ka in "ib" and kb in "ib":
+        ka = kb = "f"
+        a = _to_float(ns, a)
+        b = _to_float(ns, b)
+    if ka == kb:
+        return a, b
+    if _is_scalar(a) and _is_scalar(b):
+        return a, b
+    if _is_scalar(b):
+        return _promote_pair(ns, a, b, ka, kb)
+    if _is_scalar(a):
+        b2, a2 = _promote_pair(ns, b, a, kb, ka)
+        return a2, b2
+    return a, b
+
+
+def _promote_pair(ns: Any, array: Any, scalar: Any, k_array: str, k_scalar: str) -> tuple[Any, Any]:
+    if k_scalar == "f" and k_array in "ib":
+        return ns.astype(array, ns.float64), float(scalar)
+    if k_scalar == "i" and k_array == "b":
+        return ns.astype(array, ns.int64), int(scalar)
+    if k_scalar == "b":
+        return array, (float(scalar) if k_array == "f" else int(scalar))
+    if k_scalar == "i" and k_array == "f":
+        return array, float(scalar)
+    return array, scalar
+
+
+def _to_float(ns: Any, value: Any) -> Any:
+    return float(value) if _is_scalar(value) else ns.astype(value, ns.float64)
+
+
+def _as_array(ns: Any, value: Any, like: Any) -> Any:
+    if not _is_scalar(value):
+        return value
+    dtype = like.dtype if like is not None and hasattr(like, "dtype") else None
+    return ns.asarray(value, dtype=dtype)
+
+
+def field_parameter(array: Any, dims: tuple[str, ...], ns: Any, functional: bool) -> EmbeddedField:
+    """The field a program parameter's array becomes, with origin 0 in every dimension."""
+    cell = _Cell(array, functional)
+    index = tuple(slice(0, n) for n in array.shape)
+    return EmbeddedField(None, dims, (0,) * len(dims), ns, cell, index)

@@ -1,0 +1,227 @@
+"""Checking a program's arguments before anything runs, the same way on every backend.
+
+``ArgumentChecker`` is built once per program from its IR; calling ``check(args)`` verifies
+each argument's kind, rank, dtype and device, and that every stencil's inputs cover its output
+domain plus the stencil's reach. Errors name the program, the argument and what to change.
+Compiled backends check natively on their fast path and call this on failure, so every
+backend reports the same message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from allocators import DeviceType, device_of
+from pipeline.dsl.types import FieldType
+from pipeline.errors import ArgumentError, DomainError
+from pipeline.ir.nodes import ProgramIR, Stencil
+
+__all__ = ["ArgumentChecker", "bind_arguments", "dtype_name", "resolve_domain"]
+
+
+def dtype_name(dtype: object) -> str:
+    """A dtype's canonical name (``"float64"``) for NumPy, CuPy, JAX and array_api_strict."""
+    if isinstance(dtype, np.dtype):
+        return dtype.name
+    try:
+        return np.dtype(dtype).name  # type: ignore[call-overload, no-any-return]
+    except TypeError:
+        return str(dtype).rsplit(".", 1)[-1].removesuffix("'>")
+
+
+def bind_arguments(
+    program: str, names: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[Any, ...]:
+    """Order positional and keyword arguments by parameter.
+
+    Raises:
+        ArgumentError: a missing, repeated or unknown argument, naming it.
+    """
+    if len(args) > len(names):
+        raise ArgumentError(
+            f"{program}() takes {len(names)} argument(s) ({', '.join(names)}), got {len(args)}"
+        )
+    bound = list(args) + [_UNSET] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise ArgumentError(
+                f"{program}() has no parameter {key!r}; it takes {', '.join(names)}"
+            )
+        index = names.index(key)
+        if bound[index] is not _UNSET:
+            raise ArgumentError(f"{program}() got argument {key!r} twice")
+        bound[index] = value
+    missing = [n for n, v in zip(names, bound, strict=True) if v is _UNSET]
+    if missing:
+        raise ArgumentError(f"{program}() is missing argument(s): {', '.join(missing)}")
+    return tuple(bound)
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+
+
+def resolve_domain(
+    slices: Sequence[tuple[int | None, int | None]], shape: Sequence[int]
+) -> tuple[tuple[int, int], ...]:
+    """Absolute (start, stop) per dimension of ``slices`` applied to an array of ``shape``."""
+    result = []
+    for (start, stop), size in zip(slices, shape, strict=True):
+        lo, hi, _ = slice(start, stop).indices(size)
+        result.append((lo, max(lo, hi)))
+    return tuple(result)
+
+
+@attrs.frozen
+class ArgumentChecker:
+    """The checks for one program, derived from its IR."""
+
+    ir: ProgramIR
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.ir.params)
+
+    def check(self, args: Sequence[Any], device_type: DeviceType, namespace: object = None) -> None:
+        """Check positional ``args`` (already bound) for a backend on ``device_type``.
+
+        Args:
+            args: one value per program parameter, in order.
+            device_type: where the backend runs; arrays elsewhere are refused.
+            namespace: for embedded backends, the array namespace the arrays must belong to.
+
+        Raises:
+            ArgumentError: (a ``TypeError``) wrong kind, rank, dtype, device or namespace.
+            DomainError: (a ``ValueError``) an input does not cover an output domain plus
+                the stencil's reach, or outputs of one call disagree on their domain.
+        """
+        program = self.ir.name
+        for param, value in zip(self.ir.params, args, strict=True):
+            if isinstance(param.type, FieldType):
+                self._check_field(program, param.name, param.type, value, device_type, namespace)
+            elif (
+                not isinstance(value, bool | int | float | np.generic)
+                or (param.type.dtype.kind in "iu" and isinstance(value, float | np.floating))
+                or (param.type.dtype.kind == "b" and not isinstance(value, bool | np.bool_))
+            ):
+                raise ArgumentError(
+                    f"argument {param.name!r} of {program}() is a {param.type.dtype} scalar; "
+                    f"got {_describe(value)}"
+                )
+        shapes = {
+            p.name: tuple(v.shape)
+            for p, v in zip(self.ir.params, args, strict=True)
+            if isinstance(p.type, FieldType)
+        }
+        for stencil in self.ir.stencils:
+            self._check_domains(stencil, shapes)
+
+    def _check_field(
+        self,
+        program: str,
+        name: str,
+        expected: FieldType,
+        value: Any,
+        device_type: DeviceType,
+        namespace: object,
+    ) -> None:
+        shape = getattr(value, "shape", None)
+        dtype = getattr(value, "dtype", None)
+        if shape is None or dtype is None or isinstance(value, np.generic):
+            raise ArgumentError(
+                f"argument {name!r} of {program}() must be an array for {expected}; got "
+                f"{_describe(value)}"
+            )
+        if len(shape) != len(expected.dims):
+            raise ArgumentError(
+                f"argument {name!r} of {program}() must have {len(expected.dims)} dimension(s) "
+                f"({', '.join(expected.dim_names)}); got an array of shape {tuple(shape)}"
+            )
+        if dtype_name(dtype) != expected.dtype.name:
+            raise ArgumentError(
+                f"argument {name!r} of {program}() must have dtype {expected.dtype}; got "
+                f"{dtype_name(dtype)} (convert it with .astype({expected.dtype.name}))"
+            )
+        try:
+            device = device_of(value).type
+        except TypeError:
+            device = None
+        if device is not None and device != device_type:
+            raise ArgumentError(
+                f"argument {name!r} of {program}() is on {device.name}, but this backend runs "
+                f"on {device_type.name}; allocate it with allocators.zeros(..., allocator=<the "
+                "program>) or copy it to the backend's device"
+            )
+        if namespace is not None:
+            get_namespace = getattr(value, "__array_namespace__", None)
+            owner = get_namespace() if get_namespace is not None else None
+            if (
+                owner is not None
+                and owner is not namespace
+                and getattr(owner, "__name__", "") != getattr(namespace, "__name__", None)
+            ):
+                raise ArgumentError(
+                    f"argument {name!r} of {program}() is an array of "
+                    f"{getattr(owner, '__name__', owner)}, but the backend runs on "
+                    f"{getattr(namespace, '__name__', namespace)}; allocate it with the backend"
+                )
+
+    def _check_domains(self, stencil: Stencil, shapes: Mapping[str, tuple[int, ...]]) -> None:
+        program = self.ir.name
+        domain: dict[str, tuple[int, int]] = {}
+        first_output = ""
+        for target in stencil.outputs:
+            target_type = self.ir.param(target.name).type
+            assert isinstance(target_type, FieldType)
+            resolved = resolve_domain(target.slices, shapes[target.name])
+            for dim, bounds in zip(target_type.dim_names, resolved, strict=True):
+                if dim in domain and domain[dim] != bounds:
+                    raise DomainError(
+                        f"{program}(): the outputs of {stencil.operator_name!r} disagree on "
+                        f"their domain along {dim}: {first_output!r} covers "
+                        f"{domain[dim][0]}:{domain[dim][1]}, {target.name!r} covers "
+                        f"{bounds[0]}:{bounds[1]}; give all outputs the same domain"
+                    )
+                domain[dim] = bounds
+            first_output = first_output or target.name
+        if any(stop <= start for start, stop in domain.values()):
+            return  # an empty domain reads nothing
+        for extent in stencil.extents:
+            shape = shapes[extent.name]
+            field_type = self.ir.param(extent.name).type
+            assert isinstance(field_type, FieldType)
+            for axis, bound in enumerate(extent.dims):
+                if bound.dim not in domain:
+                    continue
+                start, stop = domain[bound.dim]
+                low, high, size = start + bound.lower, stop + bound.upper, shape[axis]
+                if low >= 0 and high <= size:
+                    continue
+                missing_low, missing_high = max(0, -low), max(0, high - size)
+                where = " and ".join(
+                    text
+                    for text, n in (
+                        (f"{missing_low} at the lower end", missing_low),
+                        (f"{missing_high} at the upper end", missing_high),
+                    )
+                    if n
+                )
+                raise DomainError(
+                    f"{program}(): field {extent.name!r} is too small along {bound.dim} for "
+                    f"{stencil.operator_name!r}: the output domain {start}:{stop} plus the "
+                    f"stencil's reach ({bound.lower:+d}, {bound.upper:+d}) needs indices "
+                    f"{low}:{high}, but {extent.name!r} has {size} point(s); missing halo: "
+                    f"{where}. Shrink the output slice or pass a larger {extent.name!r}"
+                )
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}" if len(text) <= 60 else type(value).__name__

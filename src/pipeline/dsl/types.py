@@ -1,0 +1,138 @@
+"""The DSL's type vocabulary: dimensions, offsets, dtypes and field types.
+
+``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import attrs
+import numpy as np
+
+__all__ = [
+    "DTYPES",
+    "Dimension",
+    "Field",
+    "FieldType",
+    "Offset",
+    "ScalarType",
+    "as_dtype",
+    "bool_",
+    "float32",
+    "float64",
+    "int32",
+    "int64",
+]
+
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+bool_ = np.dtype("bool")
+
+DTYPES: tuple[np.dtype[Any], ...] = (float32, float64, int32, int64, bool_)
+_PYTHON_DTYPES: dict[type, np.dtype[Any]] = {
+    builtins.float: float64,
+    builtins.int: int64,
+    builtins.bool: bool_,
+}
+
+
+def as_dtype(value: object) -> np.dtype[Any] | None:
+    """The DSL dtype that ``value`` names (a NumPy dtype, scalar type, or Python type), or None."""
+    if isinstance(value, type) and value in _PYTHON_DTYPES:
+        return _PYTHON_DTYPES[value]
+    try:
+        dtype = np.dtype(value)  # type: ignore[call-overload]
+    except TypeError:
+        return None
+    return dtype if dtype in DTYPES else None
+
+
+@attrs.frozen(repr=False)
+class Dimension:
+    """A named axis of a Cartesian grid. ``I + 1`` is the offset +1 along ``I``."""
+
+    name: str
+
+    def __add__(self, value: int) -> Offset:
+        return Offset(self, _check_offset(value))
+
+    def __sub__(self, value: int) -> Offset:
+        return Offset(self, -_check_offset(value))
+
+    def __repr__(self) -> str:
+        return f"Dimension({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _check_offset(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"an offset must be an integer, got {value!r}")
+    return int(value)
+
+
+@attrs.frozen
+class Offset:
+    """A shift by ``value`` points along ``dimension``."""
+
+    dimension: Dimension
+    value: int
+
+    def __str__(self) -> str:
+        sign = "+" if self.value >= 0 else "-"
+        return f"{self.dimension.name} {sign} {abs(self.value)}"
+
+
+@attrs.frozen
+class ScalarType:
+    """A scalar of ``dtype``; ``weak`` for Python literals, typed like NumPy 2's weak scalars."""
+
+    dtype: np.dtype[Any]
+    weak: bool = False
+
+    def __str__(self) -> str:
+        return f"{'weak ' if self.weak else ''}{self.dtype}"
+
+
+@attrs.frozen
+class FieldType:
+    """A field over ``dims`` with elements of ``dtype``."""
+
+    dims: tuple[Dimension, ...]
+    dtype: np.dtype[Any]
+
+    @property
+    def dim_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dims)
+
+    def __str__(self) -> str:
+        return f"Field[[{', '.join(self.dim_names)}], {self.dtype}]"
+
+
+class _FieldFactory:
+    """``Field[[dims...], dtype]`` builds a ``FieldType``."""
+
+    def __getitem__(self, item: tuple[Any, Any]) -> FieldType:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise TypeError("write a field type as Field[[I, J, ...], dtype]")
+        dims, dtype = item
+        if not isinstance(dims, list | tuple) or not all(isinstance(d, Dimension) for d in dims):
+            raise TypeError(f"Field[...] needs a list of Dimensions first, got {dims!r}")
+        if len({d.name for d in dims}) != len(dims):
+            raise TypeError(f"Field[...] has a repeated dimension: {dims!r}")
+        resolved = as_dtype(dtype)
+        if resolved is None:
+            names = ", ".join(str(d) for d in DTYPES)
+            raise TypeError(f"Field[...] dtype must be one of {names}, got {dtype!r}")
+        return FieldType(tuple(dims), resolved)
+
+    def __repr__(self) -> str:
+        return "Field"
+
+
+Field = _FieldFactory()

@@ -1,0 +1,241 @@
+"""The DSL's intermediate representation: frozen, typed, fingerprintable nodes.
+
+Shape of a program after the frontend::
+
+    ProgramIR(params, stencils=(Stencil(body=(Assign...), results=(Expr...),
+                                        outputs=(OutputTarget...)), ...))
+
+Field accesses are ``Ref(name, offsets)`` with offsets on named dimensions; shifting an
+arbitrary expression is pushed down to its ``Ref`` leaves by the frontend. Before the inlining
+pass an expression may contain ``OperatorCall`` nodes; after it, none remain. Expression types
+(``FieldType``/``ScalarType``) are ``None`` until the type-inference pass fills them in.
+
+Source locations are kept for error messages but excluded from equality and fingerprints, so
+moving a definition in its file does not change its IR.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import attrs
+import numpy as np
+
+from pipeline.dsl.types import FieldType, ScalarType
+
+__all__ = [
+    "Assign",
+    "BinaryOp",
+    "Call",
+    "Cast",
+    "DimExtent",
+    "Expr",
+    "FieldExtent",
+    "FieldOperatorIR",
+    "Literal",
+    "OperatorCall",
+    "OutputTarget",
+    "Param",
+    "ProgramIR",
+    "Ref",
+    "SourceLocation",
+    "Stencil",
+    "Type",
+    "UnaryOp",
+]
+
+Type: TypeAlias = FieldType | ScalarType
+
+
+@attrs.frozen
+class SourceLocation:
+    """Where a node came from in the user's source (1-based line and column)."""
+
+    filename: str
+    line: int
+    column: int
+    source_line: str | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen
+class Ref:
+    """A read of the parameter or local ``name`` at ``offsets`` (dimension name, shift)."""
+
+    name: str
+    offsets: tuple[tuple[str, int], ...] = ()
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+    def shifted(self, offsets: tuple[tuple[str, int], ...]) -> Ref:
+        """This read moved further by ``offsets``."""
+        return attrs.evolve(self, offsets=combine_offsets(self.offsets, offsets))
+
+
+@attrs.frozen
+class Literal:
+    """A Python literal (typed as a NumPy 2 weak scalar) or a folded constant."""
+
+    value: bool | int | float
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class UnaryOp:
+    """``op`` is one of ``-``, ``+``, ``~``."""
+
+    op: str
+    operand: Expr
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class BinaryOp:
+    """``op`` is an arithmetic, comparison or logical operator written as in Python."""
+
+    op: str
+    left: Expr
+    right: Expr
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class Call:
+    """A builtin: ``where`` or a math function (``sqrt``, ``minimum``, ``abs``, ...)."""
+
+    function: str
+    args: tuple[Expr, ...]
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class Cast:
+    """``astype(value, dtype)``."""
+
+    value: Expr
+    dtype: np.dtype[Any]
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class OperatorCall:
+    """A call of another field operator, replaced by its body in the inlining pass."""
+
+    operator: FieldOperatorIR
+    args: tuple[Expr, ...]
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+Expr: TypeAlias = Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall
+
+
+@attrs.frozen
+class Assign:
+    """Bind ``value`` to the local(s) ``targets`` (several only when unpacking a tuple call)."""
+
+    targets: tuple[str, ...]
+    value: Expr
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class Param:
+    """A parameter of a field operator or program."""
+
+    name: str
+    type: Type
+
+
+@attrs.frozen
+class FieldOperatorIR:
+    """A field operator: statements then the returned expressions."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Assign, ...]
+    results: tuple[Expr, ...]
+    result_types: tuple[FieldType, ...]
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class OutputTarget:
+    """The output domain: program field ``name`` sliced by ``(start, stop)`` per dimension.
+
+    Bounds follow Python slice rules (``None`` is the array's end, negative counts from it).
+    """
+
+    name: str
+    slices: tuple[tuple[int | None, int | None], ...]
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class DimExtent:
+    """How far reads reach along ``dim``: from ``lower`` (<= 0) to ``upper`` (>= 0)."""
+
+    dim: str
+    lower: int
+    upper: int
+
+
+@attrs.frozen
+class FieldExtent:
+    """The reach of one stencil's reads of field ``name``, per dimension of the field."""
+
+    name: str
+    dims: tuple[DimExtent, ...]
+
+
+@attrs.frozen
+class Stencil:
+    """One field-operator call of a program, inlined: locals, results and where they go.
+
+    ``extents`` (filled in by the extent pass) has one entry per program field the stencil
+    reads; ``local_extents`` one per local field, for translations that keep temporaries.
+    """
+
+    body: tuple[Assign, ...]
+    results: tuple[Expr, ...]
+    outputs: tuple[OutputTarget, ...]
+    operator_name: str
+    extents: tuple[FieldExtent, ...] = ()
+    local_extents: tuple[FieldExtent, ...] = ()
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class ProgramIR:
+    """A program: its parameters and the stencils it runs in order."""
+
+    name: str
+    params: tuple[Param, ...]
+    stencils: tuple[Stencil, ...]
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+    def param(self, name: str) -> Param:
+        """The parameter called ``name``."""
+        for param in self.params:
+            if param.name == name:
+                return param
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        from pipeline.ir.printer import format_program  # noqa: PLC0415  (printer imports nodes)
+
+        return format_program(self)
+
+
+def combine_offsets(
+    a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
+) -> tuple[tuple[str, int], ...]:
+    """Add two offset lists; the result is sorted by dimension name, without zeros."""
+    total: dict[str, int] = dict(a)
+    for dim, value in b:
+        total[dim] = total.get(dim, 0) + value
+    return tuple(sorted((d, v) for d, v in total.items() if v != 0))

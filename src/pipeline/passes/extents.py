@@ -1,0 +1,67 @@
+"""Extent analysis: how far each stencil reads each field, per dimension and direction.
+
+Reads of a local at an offset are reads of its definition at that offset, so the reach of
+program fields is found by following locals. The same walk gives each local's extent: the
+region around the output domain where a translation that keeps temporaries must compute it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import attrs
+
+from pipeline.dsl.types import FieldType
+from pipeline.ir.nodes import DimExtent, Expr, FieldExtent, ProgramIR, Ref, Stencil, combine_offsets
+from pipeline.passes.traversal import walk
+
+__all__ = ["analyse_extents"]
+
+Offsets = tuple[tuple[str, int], ...]
+
+
+def _analyse(stencil: Stencil, field_params: dict[str, FieldType]) -> Stencil:
+    definitions = {a.targets[0]: a.value for a in stencil.body}
+    local_types = {a.targets[0]: a.value.type for a in stencil.body}
+    reads: dict[str, set[Offsets]] = defaultdict(set)
+    visited: set[tuple[str, Offsets]] = set()
+
+    def visit(expr: Expr, shift: Offsets) -> None:
+        for node in walk(expr):
+            if not isinstance(node, Ref):
+                continue
+            offsets = combine_offsets(node.offsets, shift)
+            if node.name in definitions:
+                if (node.name, offsets) not in visited:
+                    visited.add((node.name, offsets))
+                    reads[node.name].add(offsets)
+                    visit(definitions[node.name], offsets)
+            elif node.name in field_params:
+                reads[node.name].add(offsets)
+
+    for result in stencil.results:
+        visit(result, ())
+
+    def extent(name: str, dims: tuple[str, ...]) -> FieldExtent:
+        bounds = []
+        for dim in dims:
+            values = [dict(o).get(dim, 0) for o in reads[name]] or [0]
+            bounds.append(DimExtent(dim, min(0, *values), max(0, *values)))
+        return FieldExtent(name, tuple(bounds))
+
+    extents = tuple(
+        extent(name, field_params[name].dim_names)
+        for name in sorted(n for n in reads if n in field_params)
+    )
+    local_extents = tuple(
+        extent(name, t.dim_names)
+        for name, t in local_types.items()
+        if isinstance(t, FieldType) and name in reads
+    )
+    return attrs.evolve(stencil, extents=extents, local_extents=local_extents)
+
+
+def analyse_extents(program: ProgramIR) -> ProgramIR:
+    """The extent-analysis pass (a ``Step[ProgramIR, ProgramIR]``)."""
+    fields = {p.name: p.type for p in program.params if isinstance(p.type, FieldType)}
+    return attrs.evolve(program, stencils=tuple(_analyse(s, fields) for s in program.stencils))

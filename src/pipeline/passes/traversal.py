@@ -1,0 +1,61 @@
+"""Generic helpers over IR expressions: children, rebuilding, substitution."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+import attrs
+
+from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, OperatorCall, Ref, UnaryOp
+
+__all__ = ["children", "map_children", "substitute", "walk"]
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``expr``."""
+    match expr:
+        case UnaryOp(operand=operand):
+            return (operand,)
+        case BinaryOp(left=left, right=right):
+            return (left, right)
+        case Call(args=args) | OperatorCall(args=args):
+            return args
+        case Cast(value=value):
+            return (value,)
+    return ()
+
+
+def map_children(expr: Expr, function: Callable[[Expr], Expr]) -> Expr:
+    """``expr`` with ``function`` applied to each direct sub-expression."""
+    match expr:
+        case UnaryOp(operand=operand):
+            return attrs.evolve(expr, operand=function(operand))
+        case BinaryOp(left=left, right=right):
+            return attrs.evolve(expr, left=function(left), right=function(right))
+        case Call(args=args) | OperatorCall(args=args):
+            return attrs.evolve(expr, args=tuple(function(a) for a in args))
+        case Cast(value=value):
+            return attrs.evolve(expr, value=function(value))
+    return expr
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and all its sub-expressions, parents first."""
+    yield expr
+    for child in children(expr):
+        yield from walk(child)
+
+
+def substitute(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
+    """Replace reads of the names in ``mapping``; a shifted read shifts the replacement.
+
+    Replacements must be ``Ref`` or ``Literal`` nodes (reads or constants), which is what the
+    inliner binds parameters and locals to.
+    """
+    if isinstance(expr, Ref) and expr.name in mapping:
+        replacement = mapping[expr.name]
+        if isinstance(replacement, Ref):
+            return replacement.shifted(expr.offsets)
+        assert isinstance(replacement, Literal)
+        return replacement
+    return map_children(expr, lambda child: substitute(child, mapping))

@@ -1,0 +1,347 @@
+"""Type inference: fill in every expression's type and check dimensions and dtypes.
+
+Rules (NumPy 2 style, minus implicit mixing of strong dtypes):
+- two fields/scalars of different dtypes need an explicit ``astype``;
+- Python literals are *weak*: an int literal takes the other operand's dtype (bool -> int64),
+  a float literal keeps a float dtype and turns an integer or bool into float64;
+- ``/`` of integers is float64; comparisons give bool; ``& | ~`` need booleans;
+- math functions of integers are float64 (``floor``/``ceil``/``abs`` keep integers);
+- a field of fewer dimensions broadcasts against one of more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from pipeline.dsl.builtins import MATH_FUNCTIONS
+from pipeline.dsl.types import Dimension, FieldType, ScalarType, bool_, float64, int64
+from pipeline.errors import DSLError, DSLTypeError
+from pipeline.ir.nodes import (
+    Assign,
+    BinaryOp,
+    Call,
+    Cast,
+    Expr,
+    FieldOperatorIR,
+    Literal,
+    OperatorCall,
+    ProgramIR,
+    Ref,
+    SourceLocation,
+    Stencil,
+    Type,
+    UnaryOp,
+)
+
+__all__ = ["infer_types", "type_operator"]
+
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+_COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
+_LOGICAL = frozenset({"&", "|"})
+_KEEPS_INTEGERS = frozenset({"floor", "ceil", "abs"})
+
+
+def _error(message: str, loc: SourceLocation | None) -> DSLError:
+    if loc is None:
+        return DSLTypeError(message)
+    return DSLTypeError(
+        message,
+        filename=loc.filename,
+        line=loc.line,
+        column=loc.column,
+        source_line=loc.source_line,
+    )
+
+
+def _dtype(t: Type) -> np.dtype[Any]:
+    return t.dtype
+
+
+def _weak(t: Type) -> bool:
+    return isinstance(t, ScalarType) and t.weak
+
+
+def _merge_dims(types: list[Type]) -> tuple[Dimension, ...] | None:
+    fields = [t for t in types if isinstance(t, FieldType)]
+    if not fields:
+        return None
+    dims = list(max(fields, key=lambda f: len(f.dims)).dims)
+    for f in fields:
+        for d in f.dims:
+            if d not in dims:
+                dims.append(d)
+    return tuple(dims)
+
+
+def _make(dims: tuple[Dimension, ...] | None, dtype: np.dtype[Any], weak: bool) -> Type:
+    if dims is None:
+        return ScalarType(dtype, weak)
+    return FieldType(dims, dtype)
+
+
+def _weak_kind(dtype: np.dtype[Any]) -> str:
+    return "b" if dtype == bool_ else ("i" if dtype.kind in "iu" else "f")
+
+
+def _promote(a: Type, b: Type, what: str, loc: SourceLocation | None) -> tuple[np.dtype[Any], bool]:
+    """The common dtype of two operands, and whether it is weak (both weak)."""
+    if _weak(a) and _weak(b):
+        kinds = {_weak_kind(a.dtype), _weak_kind(b.dtype)}
+        return (float64 if "f" in kinds else int64 if "i" in kinds else bool_), True
+    if _weak(a) or _weak(b):
+        weak, strong = (a, b) if _weak(a) else (b, a)
+        kind = _weak_kind(weak.dtype)
+        if kind == "b":
+            return strong.dtype, False
+        if kind == "i":
+            return (int64 if strong.dtype == bool_ else strong.dtype), False
+        return (strong.dtype if strong.dtype.kind == "f" else float64), False
+    if a.dtype != b.dtype:
+        raise _error(
+            f"{what} mixes {a.dtype} and {b.dtype}; convert one side explicitly with "
+            f"astype(x, {a.dtype}) or astype(x, {b.dtype})",
+            loc,
+        )
+    return a.dtype, False
+
+
+class _Typer:
+    def __init__(self, env: Mapping[str, Type]) -> None:
+        self.env = dict(env)
+
+    def expr(self, expr: Expr) -> Expr:
+        match expr:
+            case Literal(value=value):
+                dtype = (
+                    bool_
+                    if isinstance(value, bool)
+                    else int64
+                    if isinstance(value, int)
+                    else float64
+                )
+                return attrs.evolve(expr, type=ScalarType(dtype, weak=True))
+            case Ref(name=name, offsets=offsets):
+                t = self.env[name]
+                if isinstance(t, ScalarType):
+                    return attrs.evolve(expr, offsets=(), type=t)
+                for dim, _ in offsets:
+                    if dim not in t.dim_names:
+                        raise _error(
+                            f"shift along {dim}, but {name!r} has dimensions "
+                            f"({', '.join(t.dim_names)})",
+                            expr.loc,
+                        )
+                return attrs.evolve(expr, type=t)
+            case UnaryOp(op=op, operand=operand):
+                typed = self.expr(operand)
+                operand_type = typed.type
+                assert operand_type is not None
+                t = operand_type
+                if op == "~" and t.dtype != bool_:
+                    raise _error(f"~ needs a boolean operand, got {t.dtype}", expr.loc)
+                if op in "-+" and t.dtype == bool_:
+                    raise _error(
+                        f"unary {op} on booleans is not supported; use ~ or astype", expr.loc
+                    )
+                return attrs.evolve(expr, operand=typed, type=t)
+            case BinaryOp(op=op, left=left, right=right):
+                return self.binary(expr, self.expr(left), self.expr(right))
+            case Call(args=args):
+                return self.call(expr, tuple(self.expr(a) for a in args))
+            case Cast(value=value, dtype=dtype):
+                typed = self.expr(value)
+                assert typed.type is not None
+                return attrs.evolve(
+                    expr, value=typed, type=_make(_merge_dims([typed.type]), dtype, False)
+                )
+            case OperatorCall(args=args):
+                return self.operator_call(expr, tuple(self.expr(a) for a in args))
+        raise TypeError(f"not an IR expression: {expr!r}")
+
+    def binary(self, expr: BinaryOp, left: Expr, right: Expr) -> Expr:
+        a, b, op = left.type, right.type, expr.op
+        assert a is not None and b is not None
+        dims = _merge_dims([a, b])
+        if op in _LOGICAL:
+            if a.dtype != bool_ or b.dtype != bool_:
+                raise _error(f"{op} needs boolean operands, got {a.dtype} and {b.dtype}", expr.loc)
+            return attrs.evolve(
+                expr, left=left, right=right, type=_make(dims, bool_, _weak(a) and _weak(b))
+            )
+        dtype, weak = _promote(a, b, f"{op!r}", expr.loc)
+        if op in _COMPARISON:
+            return attrs.evolve(expr, left=left, right=right, type=_make(dims, bool_, weak))
+        if dtype == bool_:
+            raise _error(
+                f"arithmetic {op!r} on booleans is not supported; use astype first", expr.loc
+            )
+        if op == "/" and dtype.kind in "iu":
+            dtype = float64
+        return attrs.evolve(expr, left=left, right=right, type=_make(dims, dtype, weak))
+
+    def call(self, expr: Call, args: tuple[Expr, ...]) -> Expr:
+        types_ = [a.type for a in args]
+        assert all(t is not None for t in types_)
+        name = expr.function
+        dims = _merge_dims(types_)  # type: ignore[arg-type]
+        if name == "where":
+            cond, a, b = types_
+            assert cond is not None and a is not None and b is not None
+            if cond.dtype != bool_:
+                raise _error(
+                    f"the condition of where() must be boolean, got {cond.dtype}", expr.loc
+                )
+            dtype, weak = _promote(a, b, "where()", expr.loc)
+            return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak and _weak(cond)))
+        if name in {"minimum", "maximum", "power"}:
+            a, b = types_
+            assert a is not None and b is not None
+            dtype, weak = _promote(a, b, f"{name}()", expr.loc)
+            if dtype == bool_:
+                raise _error(f"{name}() of booleans is not supported", expr.loc)
+            return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak))
+        (t,) = types_
+        assert t is not None and name in MATH_FUNCTIONS | {"abs"}
+        if t.dtype == bool_:
+            raise _error(f"{name}() of booleans is not supported; use astype first", expr.loc)
+        dtype = t.dtype if t.dtype.kind == "f" or name in _KEEPS_INTEGERS else float64
+        return attrs.evolve(expr, args=args, type=_make(dims, dtype, _weak(t)))
+
+    def operator_call(self, expr: OperatorCall, args: tuple[Expr, ...]) -> Expr:
+        operator = type_operator(expr.operator)
+        for param, arg in zip(operator.params, args, strict=True):
+            assert arg.type is not None
+            _check_argument(operator.name, param.name, param.type, arg.type, arg.loc or expr.loc)
+        result: Type | None = operator.result_types[0] if len(operator.result_types) == 1 else None
+        return attrs.evolve(expr, operator=operator, args=args, type=result)
+
+    def assign(self, assign: Assign) -> Assign:
+        value = self.expr(assign.value)
+        if len(assign.targets) == 1:
+            if value.type is None:
+                raise _error(
+                    "a call returning several fields must be unpacked: a, b = op(...)", assign.loc
+                )
+            self.env[assign.targets[0]] = value.type
+        else:
+            if not isinstance(value, OperatorCall):
+                raise _error(
+                    "only a call of a field operator returning a tuple can be unpacked", assign.loc
+                )
+            results = value.operator.result_types
+            if len(results) != len(assign.targets):
+                raise _error(
+                    f"{value.operator.name!r} returns {len(results)} field(s), unpacked into "
+                    f"{len(assign.targets)}",
+                    assign.loc,
+                )
+            self.env.update(zip(assign.targets, results, strict=True))
+        return attrs.evolve(assign, value=value)
+
+
+def _check_argument(
+    callee: str, name: str, expected: Type, got: Type, loc: SourceLocation | None
+) -> None:
+    if isinstance(expected, ScalarType):
+        if isinstance(got, FieldType):
+            raise _error(
+                f"argument {name!r} of {callee!r} is a scalar ({expected}), got a {got}", loc
+            )
+        if not got.weak and got.dtype != expected.dtype:
+            raise _error(
+                f"argument {name!r} of {callee!r} is {expected.dtype}, got {got.dtype}; use astype",
+                loc,
+            )
+        return
+    assert isinstance(expected, FieldType)
+    if isinstance(got, ScalarType):
+        raise _error(f"argument {name!r} of {callee!r} is a field ({expected}), got a scalar", loc)
+    if got.dtype != expected.dtype:
+        raise _error(
+            f"argument {name!r} of {callee!r} has dtype {expected.dtype}, got {got.dtype}; "
+            f"convert with astype(x, {expected.dtype})",
+            loc,
+        )
+    if not set(got.dims) <= set(expected.dims):
+        raise _error(
+            f"argument {name!r} of {callee!r} has dimensions ({', '.join(expected.dim_names)}), "
+            f"got ({', '.join(got.dim_names)})",
+            loc,
+        )
+
+
+_TYPED: dict[int, tuple[FieldOperatorIR, FieldOperatorIR]] = {}
+
+
+def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
+    """Type a field operator's body and check its results against its annotation."""
+    cached = _TYPED.get(id(operator))
+    if cached is not None and cached[0] is operator:
+        return cached[1]
+    typer = _Typer({p.name: p.type for p in operator.params})
+    body = tuple(typer.assign(a) for a in operator.body)
+    results = tuple(typer.expr(r) for r in operator.results)
+    for index, (result, declared) in enumerate(zip(results, operator.result_types, strict=True)):
+        got = result.type
+        assert got is not None
+        which = (
+            f"result {index} of {operator.name!r}"
+            if len(results) > 1
+            else f"the result of {operator.name!r}"
+        )
+        if got.dtype != declared.dtype:
+            raise _error(
+                f"{which} has dtype {got.dtype} but the annotation says {declared.dtype}; "
+                f"convert with astype(..., {declared.dtype})",
+                result.loc,
+            )
+        if isinstance(got, FieldType) and not set(got.dims) <= set(declared.dims):
+            raise _error(
+                f"{which} has dimensions ({', '.join(got.dim_names)}) but the annotation says "
+                f"({', '.join(declared.dim_names)})",
+                result.loc,
+            )
+    typed = attrs.evolve(operator, body=body, results=results)
+    _TYPED[id(operator)] = (operator, typed)
+    return typed
+
+
+def _type_stencil(stencil: Stencil, env: Mapping[str, Type]) -> Stencil:
+    typer = _Typer(env)
+    body = tuple(typer.assign(a) for a in stencil.body)
+    results = tuple(typer.expr(r) for r in stencil.results)
+    if len(results) == 1 and isinstance(results[0], OperatorCall):
+        result_types: tuple[Type, ...] = results[0].operator.result_types
+    else:
+        result_types = tuple(r.type for r in results)  # type: ignore[misc]
+    for target, result_type in zip(stencil.outputs, result_types, strict=True):
+        expected = env[target.name]
+        assert isinstance(expected, FieldType)
+        if result_type.dtype != expected.dtype:
+            raise _error(
+                f"{stencil.operator_name!r} produces {result_type.dtype} but out= field "
+                f"{target.name!r} is {expected.dtype}",
+                target.loc or stencil.loc,
+            )
+        if isinstance(result_type, FieldType) and not set(result_type.dims) <= set(expected.dims):
+            raise _error(
+                f"{stencil.operator_name!r} produces a field over "
+                f"({', '.join(result_type.dim_names)}) "
+                f"but out= field {target.name!r} has ({', '.join(expected.dim_names)})",
+                target.loc or stencil.loc,
+            )
+    return attrs.evolve(stencil, body=body, results=results)
+
+
+def infer_types(program: ProgramIR) -> ProgramIR:
+    """The type-inference pass (a ``Step[ProgramIR, ProgramIR]``).
+
+    Raises:
+        DSLTypeError: located at the offending expression in the user's source.
+    """
+    env = {p.name: p.type for p in program.params}
+    return attrs.evolve(program, stencils=tuple(_type_stencil(s, env) for s in program.stencils))
