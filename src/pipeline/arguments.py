@@ -103,6 +103,8 @@ class ArgumentChecker:
                 the stencil's reach, or outputs of one call disagree on their domain.
         """
         program = self.ir.name
+        if len(args) != len(self.ir.params):
+            bind_arguments(program, self.names, args, {})  # raises, naming what is missing
         for param, value in zip(self.ir.params, args, strict=True):
             if isinstance(param.type, FieldType):
                 self._check_field(program, param.name, param.type, value, device_type, namespace)

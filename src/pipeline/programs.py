@@ -18,6 +18,7 @@ import attrs
 
 from pipeline import metrics
 from pipeline.arguments import bind_arguments
+from pipeline.errors import DSLError
 from pipeline.frontend.source import captured_values
 from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
 
@@ -134,15 +135,25 @@ class _Definition:
         return attrs.evolve(self, backend=backend)
 
     def frontend(self) -> CompilableProgram:
-        """The frontend's output: typed, inlined IR with extents (``str(...ir)`` prints it)."""
-        return self.backend.frontend_program(self.definition)
+        """The frontend's output: typed, inlined IR with extents (``str(...ir)`` prints it).
+
+        Raises:
+            DSLError: the definition is not valid DSL (located in the user's source).
+        """
+        try:
+            return self.backend.frontend_program(self.definition)
+        except DSLError as error:
+            raise _user_facing(error) from None
 
     def _executable(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
         key = (definition.output_slices, self.backend.dispatch_key(args))
         executable = self._table.get(key)
         if executable is None:
             start = time.perf_counter()
-            executable = self.backend.load_program(definition, args)
+            try:
+                executable = self.backend.load_program(definition, args)
+            except DSLError as error:
+                raise _user_facing(error) from None
             if metrics.enabled():
                 metrics.record_compile(self.metrics_key, time.perf_counter() - start)
             self._table[key] = executable
@@ -201,6 +212,12 @@ class Program(_Definition):
                 "generates no source; use .with_backend(...) with a compiled backend"
             )
         return self.backend.translate_program(self.definition, args)
+
+
+def _user_facing(error: DSLError) -> DSLError:
+    # The message already points into the user's source; our parser's frames would only
+    # push it off the screen.
+    return error.with_traceback(None)
 
 
 def _is_embedded(backend: object) -> bool:

@@ -660,13 +660,13 @@ def _direct_call_program(definition: ProgramDefinition) -> ProgramIR:
         name = f"__out{index}"
         params.append(Param(name, result_type))
         rank = len(result_type.dims)
-        slices = definition.output_slices or ((None, None),) * rank
-        if len(slices) != rank:
+        slices = definition.output_slices or ()
+        if len(slices) > rank:
             raise DSLTypeError(
                 f"domain= of {operator.name!r} has {len(slices)} slice(s) but its output has "
                 f"{rank} dimension(s)"
             )
-        outputs.append(OutputTarget(name, tuple(slices)))
+        outputs.append(OutputTarget(name, (*slices, *((None, None),) * (rank - len(slices)))))
     args = tuple(Ref(p.name) for p in operator.params)
     call = OperatorCall(operator, args, loc=operator.loc)
     stencil = Stencil((), (call,), tuple(outputs), operator.name, loc=operator.loc)

@@ -1,0 +1,210 @@
+"""Backends for the DSL tests, and the helpers that move arrays to and from them.
+
+Every DSL test takes ``dsl_backend``, which is parametrized over every backend the DSL must
+agree on: the embedded NumPy backend, an embedded ``array_api_strict`` backend (the strictest
+array-API namespace, so the embedded execution uses nothing outside the standard), the embedded
+JAX backend (functional: programs return their outputs), and every other backend registered in
+``backends.available_backends()`` (compiled backends such as ``c_cpu`` join by registering).
+
+The helpers are fixtures (``to_backend_array``, ``to_numpy``, ``run_program``) because test
+modules cannot import this conftest by name (``tests/conftest.py`` is also ``conftest``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import allocators
+import backends
+from backends import EmbeddedBackend
+
+# The corpus module lives next to the tests; keep it importable whatever the import mode.
+_HERE = str(Path(__file__).parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+ARRAY_API_STRICT = "embedded_array_api_strict"
+
+# Optional backends and the markers that skip them where their package (or device) is absent.
+# These are resolved by name inside the fixture, so collecting the tests imports none of them.
+_OPTIONAL_BACKEND_MARKS: Mapping[str, tuple[pytest.MarkDecorator, ...]] = {
+    "embedded_jax": (pytest.mark.requires_jax,),
+    "embedded_cupy": (pytest.mark.requires_cupy, pytest.mark.requires_gpu),
+}
+
+
+def _marks_for_registered(name: str) -> tuple[pytest.MarkDecorator, ...]:
+    """Markers for a backend found in the registry, guessed from its conventional name."""
+    marks: list[pytest.MarkDecorator] = []
+    if "dace" in name:
+        marks.append(pytest.mark.requires_dace)
+    if "gpu" in name or "cuda" in name or "cupy" in name:
+        marks.append(pytest.mark.requires_gpu)
+    if "jax" in name:
+        marks.append(pytest.mark.requires_jax)
+    return tuple(marks)
+
+
+def _backend_params() -> list[Any]:
+    params = [
+        pytest.param("embedded_numpy", id="embedded_numpy"),
+        pytest.param(ARRAY_API_STRICT, id=ARRAY_API_STRICT),
+    ]
+    params += [
+        pytest.param(name, marks=marks, id=name) for name, marks in _OPTIONAL_BACKEND_MARKS.items()
+    ]
+    known = {p.values[0] for p in params}
+    # Note: available_backends() creates the lazy optional backends that are installed.
+    for name in backends.available_backends():
+        if name not in known:
+            params.append(pytest.param(name, marks=_marks_for_registered(name), id=name))
+    return params
+
+
+DSL_BACKEND_PARAMS = _backend_params()
+_resolved: dict[str, Any] = {}
+
+
+def resolve_backend(name: str) -> Any:
+    """The backend called ``name``, created on first use (optional packages imported here)."""
+    if name not in _resolved:
+        if name == ARRAY_API_STRICT:
+            import array_api_strict  # noqa: PLC0415
+
+            _resolved[name] = EmbeddedBackend(ARRAY_API_STRICT, array_api_strict)
+        else:
+            if name == "embedded_jax":
+                import jax  # noqa: PLC0415
+
+                # The corpus is mostly float64 and int64; JAX truncates them without x64.
+                jax.config.update("jax_enable_x64", True)
+            backend = getattr(backends, name, None)
+            if backend is None:
+                backend = backends.available_backends()[name]
+            _resolved[name] = backend
+    return _resolved[name]
+
+
+@pytest.fixture(scope="session", params=DSL_BACKEND_PARAMS)
+def dsl_backend(request: pytest.FixtureRequest) -> Any:
+    """Each backend the DSL must run on (session scoped, so hypothesis tests can use it)."""
+    return resolve_backend(request.param)
+
+
+@pytest.fixture(scope="session")
+def reference_backend() -> Any:
+    """The backend whose errors and results the others must reproduce."""
+    return backends.embedded_numpy
+
+
+# --------------------------------------------------------------------------- array transfer
+
+
+def _to_backend_array(host: np.ndarray, backend: Any) -> Any:
+    """A copy of the NumPy array ``host`` on ``backend``'s device, in its array library."""
+    host = np.asarray(host)
+    if isinstance(backend, EmbeddedBackend):
+        return backend.namespace.asarray(host.copy())
+    array = allocators.empty(host.shape, host.dtype, allocator=backend)
+    if isinstance(array, np.ndarray):
+        array[...] = host
+    elif type(array).__module__.startswith("cupy"):
+        array.set(np.ascontiguousarray(host))
+    else:
+        raise TypeError(
+            f"backend {backend.name!r} allocated a {type(array).__qualname__}; "
+            "teach tests/dsl/conftest.py how to copy NumPy data into it"
+        )
+    return array
+
+
+def _to_numpy(array: Any) -> np.ndarray:
+    """A NumPy copy of ``array`` (NumPy, array_api_strict, CuPy, JAX, ...)."""
+    if isinstance(array, np.ndarray):
+        return array.copy()
+    if type(array).__module__.startswith("cupy"):
+        return np.asarray(array.get())
+    try:
+        return np.array(np.asarray(array))
+    except (TypeError, ValueError, RuntimeError):
+        return np.array(np.from_dlpack(array))
+
+
+@pytest.fixture(scope="session")
+def to_backend_array() -> Callable[[np.ndarray, Any], Any]:
+    """``to_backend_array(host, backend)``: copy a NumPy array onto the backend."""
+    return _to_backend_array
+
+
+@pytest.fixture(scope="session")
+def to_numpy() -> Callable[[Any], np.ndarray]:
+    """``to_numpy(array)``: a NumPy copy of a backend array."""
+    return _to_numpy
+
+
+# --------------------------------------------------------------------------- running programs
+
+_bound_programs: dict[tuple[int, str], Any] = {}
+
+
+def bind(program: Any, backend: Any) -> Any:
+    """``program.with_backend(backend)``, kept so that compiled backends compile once."""
+    key = (id(program), backend.name)
+    if key not in _bound_programs:
+        _bound_programs[key] = (program, program.with_backend(backend))
+    return _bound_programs[key][1]
+
+
+def _run_program(
+    program: Any,
+    backend: Any,
+    *args: Any,
+    written: Sequence[str | int] = (),
+    **kwargs: Any,
+) -> dict[str | int, Any]:
+    """Run ``program`` on ``backend`` and return every argument as it is after the call.
+
+    Args:
+        program: a DSL program (bound to any backend; it is re-bound to ``backend``).
+        backend: the backend to run on.
+        args, kwargs: the program's arguments (arrays of ``backend``, Python scalars).
+        written: the parameters the program writes, in the order of the program's parameters,
+            as keyword names or positional indices; needed only for functional backends.
+
+    Returns:
+        The arguments by position (int keys) and by name (str keys). In-place backends (NumPy,
+        array_api_strict, compiled ones) return None and update the arrays given; functional
+        ones (JAX) return a tuple of the written parameters' new arrays, which replace them.
+    """
+    result = bind(program, backend)(*args, **kwargs)
+    after: dict[str | int, Any] = dict(enumerate(args))
+    after.update(kwargs)
+    if result is None:
+        return after
+    updated = tuple(result) if isinstance(result, tuple | list) else (result,)
+    if len(updated) != len(written):
+        raise AssertionError(
+            f"backend {backend.name!r} returned {len(updated)} arrays for the written "
+            f"parameters {list(written)}"
+        )
+    after.update(zip(written, updated, strict=True))
+    return after
+
+
+@pytest.fixture(scope="session")
+def run_program() -> Callable[..., dict[str | int, Any]]:
+    """``run_program(program, backend, *args, written=(...), **kwargs)``; see ``_run_program``."""
+    return _run_program
+
+
+
+@pytest.fixture(scope="session")
+def bind_program() -> Callable[[Any, Any], Any]:
+    """``bind_program(program, backend)``: the program on that backend (cached)."""
+    return bind
