@@ -1,13 +1,14 @@
 """Named backends and the classes they are made of.
 
-``embedded_numpy`` (the default backend) is always here. ``embedded_cupy`` and
-``embedded_jax`` are created on first attribute access and raise ``AttributeError`` naming
-the missing optional package when it is not installed.
+``embedded_numpy`` (the default backend) is always here. ``c_cpu`` (needs a C compiler),
+``embedded_cupy`` and ``embedded_jax`` are created on first attribute access and raise
+``AttributeError`` naming what is missing (a compiler, an optional package).
 """
 
 from __future__ import annotations
 
 import importlib
+import shutil
 import threading
 from collections.abc import Callable
 
@@ -36,6 +37,22 @@ def _embedded_jax() -> Backend:
     return EmbeddedBackend("embedded_jax", _require("jax.numpy", "jax"))
 
 
+def _c_cpu() -> Backend:
+    from backends.c import c_cpu_pipeline  # noqa: PLC0415  (only when first used)
+    from backends.c.compilation import default_compiler  # noqa: PLC0415
+    from backends.cache import cache_directory  # noqa: PLC0415
+
+    compiler = default_compiler()
+    if shutil.which(compiler) is None:
+        raise AttributeError(
+            f"c_cpu needs a C compiler, and {compiler!r} was not found; install gcc or clang "
+            "(e.g. `apt-get install gcc`) or set $CC"
+        )
+    import allocators  # noqa: PLC0415
+
+    return CompiledBackend("c_cpu", allocators.NumPyBufferAllocator(), c_cpu_pipeline(cache_directory()))
+
+
 def _require(module: str, extra: str) -> object:
     try:
         return importlib.import_module(module)
@@ -50,6 +67,7 @@ def _require(module: str, extra: str) -> object:
 
 # Backends created on first attribute access, because they import optional packages.
 _LAZY: dict[str, Callable[[], Backend]] = {
+    "c_cpu": _c_cpu,
     "embedded_cupy": _embedded_cupy,
     "embedded_jax": _embedded_jax,
 }

@@ -7,6 +7,7 @@ identity and the Python definition runs directly on arrays of an array-API names
 
 from __future__ import annotations
 
+import logging
 from types import ModuleType
 from typing import Any, cast
 
@@ -14,6 +15,7 @@ import attrs
 
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
+from backends.c.loading import DamagedArtifactError
 from backends.embedded import EmbeddedExecutable
 from pipeline import CompilePipeline, identity
 from pipeline.arguments import ArgumentChecker
@@ -22,6 +24,8 @@ from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, Pr
 from pipeline.workflow import step_name
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend"]
+
+_log = logging.getLogger(__name__)
 
 # The frontend is shared by every backend, so a definition is parsed once per process.
 _FRONTEND = frontend_in_memory()
@@ -133,6 +137,41 @@ class CompiledBackend(Backend):
         emitted = self.pipeline.source_format
         assert emitted is not None  # checked at construction
         return emitted.device_type
+
+    def dispatch_key(self, args: tuple[Any, ...]) -> Any:
+        """Per argument: whether its last dimension has unit stride (``None`` for scalars).
+
+        Code specialized for unit stride indexes the innermost loop directly, which is what
+        lets the C compiler vectorize it.
+        """
+        return tuple(_unit_stride(a) for a in args)
+
+    def _specialized(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> ProgramDefinition:
+        return attrs.evolve(definition, compile_time_args=(("unit_stride", self.dispatch_key(args)),))
+
+    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
+        """Run the pipeline: frontend, translation, compilation (cached), loading.
+
+        A built object found damaged at load time (changed after its cache entry was
+        validated) is rebuilt once, with a logged warning.
+        """
+        specialized = self._specialized(definition, args)
+        try:
+            return self.pipeline(specialized)  # type: ignore[no-any-return]
+        except DamagedArtifactError as error:
+            _log.warning("%s; rebuilding %s", error, definition.name)
+            return self.pipeline(specialized)  # type: ignore[no-any-return]
+
+    def translate_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> ProgramSource:
+        """Frontend and translation only, for inspection."""
+        return self.pipeline.translate(self._specialized(definition, args))  # type: ignore[no-any-return]
+
+
+def _unit_stride(value: Any) -> bool | None:
+    strides = getattr(value, "strides", None)
+    if not strides:
+        return None
+    return bool(strides[-1] == getattr(value, "itemsize", 0) or value.shape[-1] <= 1)
 
 
 def _validated_namespace(namespace: object) -> ModuleType:

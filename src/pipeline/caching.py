@@ -76,8 +76,14 @@ class StepCache(Protocol):
     strict: bool
     stats: CacheStats
 
-    def get_or_compute(self, key: str, compute: Callable[[], T]) -> T:
-        """Return the value stored under ``key``, computing and storing it on a miss."""
+    def get_or_compute(
+        self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
+    ) -> T:
+        """Return the value stored under ``key``, computing and storing it on a miss.
+
+        A stored value for which ``validate`` answers False is treated as damaged: evicted
+        with a logged warning and recomputed.
+        """
         ...
 
 
@@ -100,21 +106,29 @@ class MemoryStepCache:
     def __repr__(self) -> str:
         return f"MemoryStepCache(maxsize={self._entries.maxsize})"
 
-    def _lookup(self, key: str) -> tuple[bool, Any]:
+    def _lookup(self, key: str, validate: Callable[[Any], bool] | None) -> tuple[bool, Any]:
         with self._lock:
-            if key in self._entries:
-                self.stats.hits += 1
-                return True, self._entries[key]
-        return False, None
+            if key not in self._entries:
+                return False, None
+            value = self._entries[key]
+            if validate is not None and not validate(value):
+                _log.warning("evicting invalid in-memory cache entry %s; it will be recomputed", key)
+                self.stats.damaged += 1
+                del self._entries[key]
+                return False, None
+            self.stats.hits += 1
+            return True, value
 
-    def get_or_compute(self, key: str, compute: Callable[[], T]) -> T:
-        hit, value = self._lookup(key)
+    def get_or_compute(
+        self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
+    ) -> T:
+        hit, value = self._lookup(key, validate)
         if hit:
             return value  # type: ignore[no-any-return]
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
-            hit, value = self._lookup(key)
+            hit, value = self._lookup(key, validate)
             if hit:
                 return value  # type: ignore[no-any-return]
             with self._lock:
@@ -169,7 +183,7 @@ class DiskStepCache:
     def __repr__(self) -> str:
         return f"DiskStepCache({str(self.directory)!r})"
 
-    def _lookup(self, key: str) -> tuple[bool, Any]:
+    def _lookup(self, key: str, validate: Callable[[Any], bool] | None) -> tuple[bool, Any]:
         try:
             value = self._entries.get(key, default=_MISSING, retry=True)
         except Exception as error:
@@ -185,6 +199,14 @@ class DiskStepCache:
             return False, None
         if value is _MISSING:
             return False, None
+        if validate is not None and not validate(value):
+            _log.warning(
+                "evicting cache entry %s in %s: it failed validation (e.g. its built file was "
+                "truncated or altered); it will be recomputed", key, self.directory,
+            )
+            self.stats.damaged += 1
+            self._entries.delete(key, retry=True)
+            return False, None
         self.stats.hits += 1
         return True, value
 
@@ -194,12 +216,14 @@ class DiskStepCache:
         with lock:
             yield
 
-    def get_or_compute(self, key: str, compute: Callable[[], T]) -> T:
-        hit, value = self._lookup(key)
+    def get_or_compute(
+        self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
+    ) -> T:
+        hit, value = self._lookup(key, validate)
         if hit:
             return value  # type: ignore[no-any-return]
         with self._single_flight(key):
-            hit, value = self._lookup(key)
+            hit, value = self._lookup(key, validate)
             if hit:
                 return value  # type: ignore[no-any-return]
             self.stats.misses += 1
@@ -229,11 +253,14 @@ class CachedStep(Generic[S, T]):
             ``CompilePipeline`` through ``workflow.unwrap_step``.
         cache: where results live.
         key: the input's fingerprint; by default ``fingerprint(inp, strict=cache.strict)``.
+        validate: checks a stored result before it is returned (e.g. that a built file
+            is intact); a result that fails is evicted with a warning and recomputed.
     """
 
     step: Step[S, T]
     cache: StepCache = attrs.field(eq=False)
     key: Callable[[S], str] | None = None
+    validate: Callable[[T], bool] | None = None
     _step_key: str = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -246,14 +273,20 @@ class CachedStep(Generic[S, T]):
         return cls(step, MemoryStepCache(maxsize))
 
     @classmethod
-    def on_disk(cls, step: Step[S, T], *, directory: str | os.PathLike[str]) -> CachedStep[S, T]:
+    def on_disk(
+        cls,
+        step: Step[S, T],
+        *,
+        directory: str | os.PathLike[str],
+        validate: Callable[[T], bool] | None = None,
+    ) -> CachedStep[S, T]:
         """Cache in ``directory`` (created mode 0700), shared by processes.
 
         Raises:
             FingerprintError: the step's configuration has no stable fingerprint.
             UnsafeCacheDirectoryError: the directory is writable by others.
         """
-        return cls(step, DiskStepCache(directory))
+        return cls(step, DiskStepCache(directory), validate=validate)
 
     def cache_key(self, inp: S) -> str:
         """The key under which the result for ``inp`` is stored."""
@@ -264,4 +297,4 @@ class CachedStep(Generic[S, T]):
         return f"{self._step_key[:32]}-{input_key}"
 
     def __call__(self, inp: S, /) -> T:
-        return self.cache.get_or_compute(self.cache_key(inp), lambda: self.step(inp))
+        return self.cache.get_or_compute(self.cache_key(inp), lambda: self.step(inp), self.validate)

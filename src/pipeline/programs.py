@@ -97,6 +97,9 @@ class _Definition:
         factory=dict, init=False, repr=False
     )
     _definition: list[ProgramDefinition] = attrs.field(factory=list, init=False, repr=False)
+    # The executable of the last call (its native entry when it has one): one try before
+    # the dispatch table, which makes a repeated call one native call.
+    _fast: list[Any] = attrs.field(factory=lambda: [None], init=False, repr=False)
 
     kind = "program"
 
@@ -161,6 +164,8 @@ class _Definition:
 
     def _run(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Any:
         executable = self._executable(definition, args)
+        if definition.output_slices is None:
+            self._fast[0] = getattr(executable, "fast_entry", executable)
         if not metrics.enabled():
             return executable(*args)
         start = time.perf_counter()
@@ -186,6 +191,11 @@ class Program(_Definition):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast[0]
+        if fast is not None and not kwargs and not metrics.enabled():
+            result = fast(*args)
+            if result is not NotImplemented:
+                return result
         if kwargs:
             names = [p.name for p in self.frontend().ir.params]
             args = bind_arguments(self.name, names, args, kwargs)

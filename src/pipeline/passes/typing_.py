@@ -37,7 +37,7 @@ from pipeline.ir.nodes import (
     UnaryOp,
 )
 
-__all__ = ["infer_types", "type_operator"]
+__all__ = ["infer_types", "promote", "type_operator"]
 
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 _COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
@@ -87,7 +87,7 @@ def _weak_kind(dtype: np.dtype[Any]) -> str:
     return "b" if dtype == bool_ else ("i" if dtype.kind in "iu" else "f")
 
 
-def _promote(a: Type, b: Type, what: str, loc: SourceLocation | None) -> tuple[np.dtype[Any], bool]:
+def promote(a: Type, b: Type, what: str, loc: SourceLocation | None) -> tuple[np.dtype[Any], bool]:
     """The common dtype of two operands, and whether it is weak (both weak)."""
     if _weak(a) and _weak(b):
         kinds = {_weak_kind(a.dtype), _weak_kind(b.dtype)}
@@ -172,7 +172,7 @@ class _Typer:
             return attrs.evolve(
                 expr, left=left, right=right, type=_make(dims, bool_, _weak(a) and _weak(b))
             )
-        dtype, weak = _promote(a, b, f"{op!r}", expr.loc)
+        dtype, weak = promote(a, b, f"{op!r}", expr.loc)
         if op in _COMPARISON:
             return attrs.evolve(expr, left=left, right=right, type=_make(dims, bool_, weak))
         if dtype == bool_:
@@ -195,12 +195,12 @@ class _Typer:
                 raise _error(
                     f"the condition of where() must be boolean, got {cond.dtype}", expr.loc
                 )
-            dtype, weak = _promote(a, b, "where()", expr.loc)
+            dtype, weak = promote(a, b, "where()", expr.loc)
             return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak and _weak(cond)))
         if name in {"minimum", "maximum", "power"}:
             a, b = types_
             assert a is not None and b is not None
-            dtype, weak = _promote(a, b, f"{name}()", expr.loc)
+            dtype, weak = promote(a, b, f"{name}()", expr.loc)
             if dtype == bool_:
                 raise _error(f"{name}() of booleans is not supported", expr.loc)
             return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak))

@@ -1,0 +1,56 @@
+"""The compiled CPU backend: C with OpenMP, one CPython extension module per program.
+
+``c_cpu_pipeline()`` composes the four steps; ``backends.c_cpu`` is the named instance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
+from backends.c.loading import CompiledProgram, DamagedArtifactError, load_extension
+from backends.c.translation import C_SOURCE, CTranslation
+from pipeline.caching import CachedStep
+from pipeline.frontend.step import frontend_in_memory
+from pipeline.stages import CompilableProgram, CompiledArtifact, ProgramDefinition, ProgramSource
+from pipeline.workflow import CompilePipeline
+
+__all__ = [
+    "C_SOURCE",
+    "CCompilation",
+    "CTranslation",
+    "CompilationError",
+    "CompiledProgram",
+    "DamagedArtifactError",
+    "c_cpu_pipeline",
+    "load_extension",
+]
+
+CPipeline = CompilePipeline[
+    ProgramDefinition, CompilableProgram, ProgramSource, CompiledArtifact, CompiledProgram
+]
+
+
+def c_cpu_pipeline(
+    cache_directory: Path,
+    *,
+    translation: CTranslation | None = None,
+    compilation: CCompilation | None = None,
+) -> CPipeline:
+    """The ``c_cpu`` pipeline with translation and compilation cached under ``cache_directory``.
+
+    Args:
+        cache_directory: a private directory (see ``backends.cache``).
+        translation: the translation step (default ``CTranslation()``).
+        compilation: the compilation step (default ``CCompilation`` building into the cache).
+    """
+    translation = translation or CTranslation()
+    compilation = compilation or CCompilation(str(cache_directory / "c"))
+    return CompilePipeline(
+        frontend=frontend_in_memory(),
+        translation=CachedStep.on_disk(translation, directory=cache_directory / "translations"),
+        compilation=CachedStep.on_disk(
+            compilation, directory=cache_directory / "artifacts", validate=artifact_is_intact
+        ),
+        loading=load_extension,
+    )

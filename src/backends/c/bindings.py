@@ -1,0 +1,234 @@
+"""The CPython extension wrapper around the generated stencils.
+
+One module per program, with one ``METH_FASTCALL`` function ``run(*args)``. It checks every
+argument natively (array type, rank, dtype, byte order, alignment, writability, strides, the
+domain of each stencil against every input's extent, and that no output overlaps another
+argument of its stencil) and returns ``NotImplemented`` without touching memory when any
+check fails; the Python loader then runs the shared ``ArgumentChecker`` to raise the precise
+error. Only arguments that passed every check reach the stencils, which run without the GIL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from backends.c.codegen import C_TYPES, StencilCode
+from pipeline.dsl.types import FieldType, ScalarType, bool_, float32, float64, int32, int64
+from pipeline.ir.nodes import ProgramIR, Stencil
+
+__all__ = ["generate_module"]
+
+_NPY_TYPES = {
+    float32: "NPY_FLOAT32", float64: "NPY_FLOAT64", int32: "NPY_INT32", int64: "NPY_INT64",
+    bool_: "NPY_BOOL",
+}
+
+_HELPERS = r"""
+static inline void sf_resolve(int64_t n, int has_start, int64_t start, int has_stop, int64_t stop,
+                              int64_t* lo, int64_t* hi) {
+    /* Python's slice(start, stop).indices(n) for step 1. */
+    int64_t a = has_start ? start : 0, b = has_stop ? stop : n;
+    if (a < 0) { a += n; if (a < 0) a = 0; } else if (a > n) a = n;
+    if (b < 0) { b += n; if (b < 0) b = 0; } else if (b > n) b = n;
+    *lo = a; *hi = b > a ? b : a;
+}
+
+static inline void sf_bounds(const char* base, int nd, const int64_t* n, const int64_t* s,
+                             int64_t itemsize, const char** first, const char** last) {
+    /* The lowest and one-past-highest byte an array touches (empty arrays touch nothing). */
+    const char* lo = base; const char* hi = base;
+    for (int d = 0; d < nd; ++d) {
+        if (n[d] == 0) { *first = base; *last = base; return; }
+        int64_t reach = (n[d] - 1) * s[d] * itemsize;
+        if (reach < 0) lo += reach; else hi += reach;
+    }
+    *first = lo; *last = hi + itemsize;
+}
+
+static inline int sf_overlap(const char* a0, const char* a1, const char* b0, const char* b1) {
+    return a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1;
+}
+"""
+
+
+def _struct(program: ProgramIR) -> list[str]:
+    lines = ["typedef struct {"]
+    for param in program.params:
+        if isinstance(param.type, ScalarType):
+            lines.append(f"    {C_TYPES[param.type.dtype]} sc_{param.name};")
+        else:
+            rank = len(param.type.dims)
+            lines.append(f"    char* p_{param.name};")
+            lines.append(f"    int64_t n_{param.name}[{rank}];")
+            lines.append(f"    int64_t s_{param.name}[{rank}];")
+    lines.append("} sf_args;")
+    return lines
+
+
+def _parse_field(index: int, name: str, field: FieldType, writable: bool, unit: bool) -> list[str]:
+    rank = len(field.dims)
+    itemsize = np.dtype(field.dtype).itemsize
+    checks = [
+        f"PyArray_NDIM(arr) != {rank}",
+        f"PyArray_TYPE(arr) != {_NPY_TYPES[field.dtype]}",
+        "!PyArray_ISNOTSWAPPED(arr)",
+        "!PyArray_ISALIGNED(arr)",
+    ]
+    if writable:
+        checks.append("!PyArray_ISWRITEABLE(arr)")
+    lines = [
+        f"    if (!PyArray_Check(args[{index}])) Py_RETURN_NOTIMPLEMENTED;",
+        "    {",
+        f"        PyArrayObject* arr = (PyArrayObject*)args[{index}];",
+        f"        if ({' || '.join(checks)}) Py_RETURN_NOTIMPLEMENTED;",
+        f"        a.p_{name} = (char*)PyArray_DATA(arr);",
+        f"        for (int d = 0; d < {rank}; ++d) {{",
+        f"            npy_intp stride = PyArray_STRIDES(arr)[d];",
+        f"            if (stride % {itemsize} != 0) Py_RETURN_NOTIMPLEMENTED;",
+        f"            a.n_{name}[d] = PyArray_DIMS(arr)[d];",
+        f"            a.s_{name}[d] = stride / {itemsize};",
+    ]
+    if writable:
+        lines.append(f"            if (a.s_{name}[d] == 0 && a.n_{name}[d] > 1) Py_RETURN_NOTIMPLEMENTED;")
+    lines.append("        }")
+    if unit:
+        lines.append(f"        if (a.n_{name}[{rank - 1}] > 1 && a.s_{name}[{rank - 1}] != 1) Py_RETURN_NOTIMPLEMENTED;")
+    lines.append("    }")
+    return lines
+
+
+def _parse_scalar(index: int, name: str, scalar: ScalarType) -> list[str]:
+    target = f"a.sc_{name}"
+    if scalar.dtype == bool_:
+        return [
+            f"    if (!PyBool_Check(args[{index}])) Py_RETURN_NOTIMPLEMENTED;",
+            f"    {target} = (sf_bool)(args[{index}] == Py_True);",
+        ]
+    if scalar.dtype.kind == "f":
+        return [
+            f"    if (!PyFloat_Check(args[{index}]) && !PyLong_Check(args[{index}])) Py_RETURN_NOTIMPLEMENTED;",
+            "    {",
+            f"        double value = PyFloat_AsDouble(args[{index}]);",
+            "        if (value == -1.0 && PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }",
+            f"        {target} = ({C_TYPES[scalar.dtype]})value;",
+            "    }",
+        ]
+    low, high = ("INT32_MIN", "INT32_MAX") if scalar.dtype == int32 else ("INT64_MIN", "INT64_MAX")
+    return [
+        f"    if (!PyLong_Check(args[{index}])) Py_RETURN_NOTIMPLEMENTED;",
+        "    {",
+        "        int overflow = 0;",
+        f"        long long value = PyLong_AsLongLongAndOverflow(args[{index}], &overflow);",
+        "        if (overflow || (value == -1 && PyErr_Occurred())) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }",
+        f"        if (value < {low} || value > {high}) Py_RETURN_NOTIMPLEMENTED;",
+        f"        {target} = ({C_TYPES[scalar.dtype]})value;",
+        "    }",
+    ]
+
+
+def _stencil_checks(program: ProgramIR, stencil: Stencil, code: StencilCode, index: int) -> list[str]:
+    """Resolve the domain, check outputs agree, extents fit and nothing aliases; then run."""
+    dims = code.iteration_dims
+    lines = [f"    int64_t lo{index}[{len(dims)}], hi{index}[{len(dims)}];", "    {"]
+    lines.append("        int64_t l, h;")
+    for position, target in enumerate(stencil.outputs):
+        field = program.param(target.name).type
+        assert isinstance(field, FieldType)
+        for axis, ((start, stop), dim) in enumerate(zip(target.slices, field.dim_names, strict=True)):
+            slot = dims.index(dim)
+            lines.append(
+                f"        sf_resolve(a.n_{target.name}[{axis}], {int(start is not None)}, {start or 0}, "
+                f"{int(stop is not None)}, {stop or 0}, &l, &h);"
+            )
+            if position == 0:
+                lines.append(f"        lo{index}[{slot}] = l; hi{index}[{slot}] = h;")
+            else:
+                lines.append(f"        if (lo{index}[{slot}] != l || hi{index}[{slot}] != h) Py_RETURN_NOTIMPLEMENTED;")
+    empty = " || ".join(f"hi{index}[{i}] <= lo{index}[{i}]" for i in range(len(dims)))
+    lines.append(f"        run{index} = !({empty});")
+    lines.append(f"        if (run{index}) {{")
+    for extent in stencil.extents:
+        for axis, bound in enumerate(extent.dims):
+            if bound.dim not in dims:
+                continue
+            slot = dims.index(bound.dim)
+            lines.append(
+                f"            if (lo{index}[{slot}] + ({bound.lower}) < 0 || "
+                f"hi{index}[{slot}] + ({bound.upper}) > a.n_{extent.name}[{axis}]) Py_RETURN_NOTIMPLEMENTED;"
+            )
+    # No output may overlap another field argument its stencil reads or writes.
+    touched = sorted({e.name for e in stencil.extents} | {t.name for t in stencil.outputs})
+    outputs = [t.name for t in stencil.outputs]
+    for out in outputs:
+        for other in touched:
+            if other == out or (other in outputs and outputs.index(other) < outputs.index(out)):
+                continue
+            lines.append(f"            if (sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;")
+    lines.append("        }")
+    lines.append("    }")
+    return lines
+
+
+def generate_module(program: ProgramIR, module_name: str, stencils: Sequence[tuple[Stencil, StencilCode]],
+                    unit_stride: Mapping[str, bool], runtime: str) -> str:
+    """The complete C source of the extension module ``module_name``."""
+    written = {t.name for s in program.stencils for t in s.outputs}
+    out = [
+        "#define PY_SSIZE_T_CLEAN",
+        "#include <Python.h>",
+        "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION",
+        "#include <numpy/arrayobject.h>",
+        runtime,
+        *_struct(program),
+        _HELPERS,
+    ]
+    out.extend(code.text for _, code in stencils)
+    out.append(f"static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {{")
+    out.append("    (void)self;")
+    out.append(f"    if (nargs != {len(program.params)}) Py_RETURN_NOTIMPLEMENTED;")
+    out.append("    sf_args a;")
+    for index, param in enumerate(program.params):
+        if isinstance(param.type, FieldType):
+            out += _parse_field(index, param.name, param.type, param.name in written,
+                                unit_stride.get(param.name, False))
+        else:
+            out += _parse_scalar(index, param.name, param.type)
+    for param in program.params:
+        if isinstance(param.type, FieldType):
+            rank = len(param.type.dims)
+            itemsize = np.dtype(param.type.dtype).itemsize
+            out.append(f"    const char *b0_{param.name}, *b1_{param.name};")
+            out.append(
+                f"    sf_bounds(a.p_{param.name}, {rank}, a.n_{param.name}, a.s_{param.name}, {itemsize}, "
+                f"&b0_{param.name}, &b1_{param.name}); (void)b0_{param.name}; (void)b1_{param.name};"
+            )
+    for index, (stencil, code) in enumerate(stencils):
+        out.append(f"    int run{index} = 0;")
+        out += _stencil_checks(program, stencil, code, index)
+    out.append("    int status = 0;")
+    out.append("    Py_BEGIN_ALLOW_THREADS")
+    for index, (_, code) in enumerate(stencils):
+        out.append(f"    if (status == 0 && run{index}) status = {code.name}(&a, lo{index}, hi{index});")
+    out.append("    Py_END_ALLOW_THREADS")
+    out.append("    if (status != 0) return PyErr_NoMemory();")
+    out.append("    Py_RETURN_NONE;")
+    out.append("}")
+    out.append(f'''
+static PyMethodDef sf_methods[] = {{
+    {{"run", (PyCFunction)(void (*)(void))sf_run, METH_FASTCALL,
+     "run(*args): run the program, or return NotImplemented if any argument fails a check."}},
+    {{NULL, NULL, 0, NULL}}
+}};
+
+static struct PyModuleDef sf_module = {{
+    PyModuleDef_HEAD_INIT, "{module_name}", "stencilforge program {program.name}", -1, sf_methods
+}};
+
+PyMODINIT_FUNC PyInit_{module_name}(void) {{
+    import_array();
+    return PyModule_Create(&sf_module);
+}}
+''')
+    return "\n".join(out)

@@ -1,0 +1,138 @@
+"""The C compilation step: ``ProgramSource -> CompiledArtifact`` with the system compiler.
+
+The build happens in a fresh temporary directory inside the build cache; the finished shared
+object is published with one atomic ``os.replace`` into ``builds/`` under a name derived from
+everything that determines it, and its SHA-256 is recorded in the artifact. A build killed at
+any moment leaves at most a stale temporary directory (swept later), never a published file
+that loads wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from backends.c.translation import C_SOURCE
+from pipeline.caching import package_version
+from pipeline.fingerprint import fingerprint, fingerprint_bytes
+from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
+
+__all__ = ["CCompilation", "CompilationError", "artifact_is_intact", "default_compiler"]
+
+_log = logging.getLogger(__name__)
+_STALE_SECONDS = 3600.0
+
+
+class CompilationError(RuntimeError):
+    """The C compiler failed; the message has its output and where the source was kept."""
+
+
+def default_compiler() -> str:
+    """``$CC`` if set, else ``cc``."""
+    return os.environ.get("CC") or "cc"
+
+
+@functools.cache
+def compiler_identity(compiler: str) -> str:
+    """The compiler's ``--version`` banner and the CPU ``-march=native`` resolves to.
+
+    Raises:
+        CompilationError: the compiler cannot be run.
+    """
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise CompilationError(
+            f"cannot run the C compiler {compiler!r} ({error}); install gcc or clang, or set "
+            "$CC to a working compiler"
+        ) from error
+    march = subprocess.run(
+        [compiler, "-march=native", "-Q", "--help=target"], capture_output=True, text=True, check=False
+    ).stdout
+    arch = next((line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), "")
+    return f"{version.stdout.strip()} march={arch}"
+
+
+def _default_flags() -> tuple[str, ...]:
+    # -ffp-contract=off: no fused multiply-add, so results match NumPy's rounding.
+    return ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+
+
+@attrs.frozen
+class CCompilation:
+    """Build a ``ProgramSource`` in C into a CPython extension module.
+
+    Attributes:
+        build_directory: the build cache (``builds/`` and ``tmp/`` live inside).
+        compiler: the C compiler executable.
+        flags: compiler flags (the cache key records them, and what ``-march=native`` means).
+    """
+
+    build_directory: str
+    compiler: str = attrs.field(factory=default_compiler)
+    flags: tuple[str, ...] = attrs.field(factory=_default_flags)
+    accepts: SourceFormat = attrs.field(default=C_SOURCE, init=False)
+
+    def __fingerprint__(self) -> object:
+        return (
+            self.build_directory, self.compiler, self.flags, compiler_identity(self.compiler),
+            sysconfig.get_config_var("EXT_SUFFIX"), sysconfig.get_paths()["include"],
+            np.__version__, package_version(),
+        )
+
+    def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
+        root = Path(self.build_directory)
+        builds, scratch = root / "builds", root / "tmp"
+        builds.mkdir(mode=0o700, parents=True, exist_ok=True)
+        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _sweep_stale(scratch)
+        key = fingerprint((self, source.text))[:24]
+        target = builds / f"{source.entry_point}.{key}.so"
+        workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
+        c_file = workdir / f"{source.entry_point}.c"
+        c_file.write_text(source.text)
+        built = workdir / f"{source.entry_point}.so"
+        command = [
+            self.compiler, *self.flags,
+            f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
+            str(c_file), "-o", str(built),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise CompilationError(
+                f"compiling {source.entry_point} failed (exit {result.returncode}); source kept "
+                f"in {c_file}\n{' '.join(command)}\n{result.stderr[-4000:]}"
+            )
+        content_hash = fingerprint_bytes(built.read_bytes())
+        os.replace(built, target)  # the publish: atomic on one filesystem
+        shutil.rmtree(workdir, ignore_errors=True)
+        return CompiledArtifact(str(target), content_hash, source.entry_point, source)
+
+
+def artifact_is_intact(artifact: CompiledArtifact) -> bool:
+    """Whether the published file still exists with the bytes recorded at publish time."""
+    try:
+        return fingerprint_bytes(Path(artifact.path).read_bytes()) == artifact.content_hash
+    except OSError:
+        return False
+
+
+def _sweep_stale(scratch: Path) -> None:
+    """Remove build directories left by killed builds (older than an hour)."""
+    now = time.time()
+    for entry in scratch.iterdir():
+        try:
+            if now - entry.stat().st_mtime > _STALE_SECONDS:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue

@@ -1,0 +1,72 @@
+"""The loading step: ``CompiledArtifact -> CompiledProgram`` (import the extension module)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from allocators import DeviceType
+from pipeline.arguments import ArgumentChecker
+from pipeline.fingerprint import fingerprint_bytes
+from pipeline.stages import CompiledArtifact
+
+__all__ = ["CompiledProgram", "DamagedArtifactError", "load_extension"]
+
+
+class DamagedArtifactError(RuntimeError):
+    """A built object whose bytes differ from those recorded when it was published."""
+
+
+@attrs.frozen
+class CompiledProgram:
+    """A loaded program: the native entry plus the checks that explain a refusal.
+
+    ``fast_entry(*args)`` is the native function: it runs, or returns ``NotImplemented``
+    without touching memory when any argument fails a check. Calling the object itself
+    turns a refusal into the precise ``ArgumentError``/``DomainError``.
+    """
+
+    fast_entry: Callable[..., Any]
+    checker: ArgumentChecker
+    path: str
+
+    def __call__(self, *args: Any) -> None:
+        result = self.fast_entry(*args)
+        if result is not NotImplemented:
+            return None
+        self.checker.check(args, DeviceType.CPU)
+        normalized = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
+        if self.fast_entry(*normalized) is NotImplemented:
+            raise RuntimeError(
+                f"internal error: the native code of {self.checker.ir.name}() refused arguments "
+                "that the Python checks accept; please report this with the argument shapes, "
+                "dtypes and strides"
+            )
+        return None
+
+
+def load_extension(artifact: CompiledArtifact, /) -> CompiledProgram:
+    """Import the extension module of ``artifact`` after checking its content hash.
+
+    Raises:
+        DamagedArtifactError: the file is missing or its bytes changed since publish.
+    """
+    path = Path(artifact.path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise DamagedArtifactError(f"built object {path} cannot be read: {error}") from error
+    if fingerprint_bytes(data) != artifact.content_hash:
+        raise DamagedArtifactError(f"built object {path} does not match its recorded hash")
+    loader = importlib.machinery.ExtensionFileLoader(artifact.entry_point, str(path))
+    spec = importlib.util.spec_from_file_location(artifact.entry_point, path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return CompiledProgram(module.run, ArgumentChecker(artifact.source.metadata), str(path))

@@ -1,0 +1,68 @@
+"""The C translation step: ``CompilableProgram -> ProgramSource`` (a CPython extension)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from allocators import DeviceType
+from backends.c.bindings import generate_module
+from backends.c.codegen import generate_stencil
+from backends.c.runtime import RUNTIME_C
+from pipeline.dsl.types import FieldType
+from pipeline.fingerprint import fingerprint
+from pipeline.ir.nodes import ProgramIR
+from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+
+__all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
+
+C_SOURCE = SourceFormat("c", DeviceType.CPU)
+
+
+def unit_stride_flags(program: ProgramIR, compile_time_args: Mapping[str, Any]) -> dict[str, bool]:
+    """Which field parameters the code may assume contiguous in their last dimension.
+
+    ``compile_time_args["unit_stride"]`` holds one flag per parameter (``None`` for
+    scalars); without it every field is assumed contiguous (the common case, and what
+    ``translate()`` without arguments shows).
+    """
+    flags = compile_time_args.get("unit_stride")
+    fields = [p.name for p in program.params if isinstance(p.type, FieldType)]
+    if flags is None:
+        return dict.fromkeys(fields, True)
+    return {p.name: bool(flag) for p, flag in zip(program.params, flags, strict=True) if p.name in fields}
+
+
+@attrs.frozen
+class CTranslation:
+    """IR -> C with OpenMP, as one CPython extension module per program.
+
+    Attributes:
+        temporaries: compute locals read at shifted positions once per tile into buffers
+            (True) or recompute them at every use (False).
+        tile_sizes: tile extents of the outer dimensions (the last two outer dimensions).
+        parallel_min_points: domains smaller than this run on one thread (OpenMP's fork costs
+            more than a small stencil).
+    """
+
+    temporaries: bool = True
+    tile_sizes: tuple[int, ...] = (8, 32)
+    parallel_min_points: int = 32768
+    emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
+
+    def __call__(self, program: CompilableProgram, /) -> ProgramSource:
+        ir: ProgramIR = program.ir
+        args = dict(program.compile_time_args)
+        unit = unit_stride_flags(ir, args)
+        stencils = [
+            (stencil, generate_stencil(
+                ir, stencil, index, unit_stride=unit, temporaries=self.temporaries,
+                tile_sizes=self.tile_sizes, parallel_min_points=self.parallel_min_points,
+            ))
+            for index, stencil in enumerate(ir.stencils)
+        ]
+        module_name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
+        text = generate_module(ir, module_name, stencils, unit, RUNTIME_C)
+        return ProgramSource(C_SOURCE, text, module_name, metadata=ir)

@@ -1,0 +1,31 @@
+"""The build-cache directory: where compiled backends keep translations and built objects.
+
+``STENCILFORGE_CACHE_DIR`` overrides the default, the per-user cache directory
+(``platformdirs.user_cache_dir("stencilforge")``, e.g. ``~/.cache/stencilforge``). The
+directory is created mode 0700 and refused when group or others can write it, because its
+entries are code that will be loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+from pipeline.caching import ensure_private_directory
+
+__all__ = ["CACHE_DIR_VARIABLE", "cache_directory"]
+
+CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
+
+
+def cache_directory() -> Path:
+    """The private build-cache directory (created if needed).
+
+    Raises:
+        UnsafeCacheDirectoryError: the directory is writable by group or others.
+    """
+    configured = os.environ.get(CACHE_DIR_VARIABLE)
+    path = Path(configured) if configured else Path(platformdirs.user_cache_dir("stencilforge"))
+    return ensure_private_directory(path)
