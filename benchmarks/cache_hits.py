@@ -40,7 +40,9 @@ def _median_seconds(function: object, argument: object, repeat: int) -> float:
 
 def measure(repeat: int = 2000) -> dict[str, float]:
     """Median hit seconds of an in-memory and an on-disk cached step, and of the key alone."""
-    artifact = Artifact("int main(void) { return 0; }\n" * 20, (("opt", "-O3"), ("march", "native")))
+    artifact = Artifact(
+        "int main(void) { return 0; }\n" * 20, (("opt", "-O3"), ("march", "native"))
+    )
     memory = CachedStep.in_memory(Translate())
     with tempfile.TemporaryDirectory() as directory:
         disk = CachedStep.on_disk(Translate(), directory=directory)

@@ -37,3 +37,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(f"optional package {package!r} is not installed")
     if item.get_closest_marker("requires_gpu") and not _has_gpu():
         pytest.skip("no CUDA GPU (cupy with a visible device) is available")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the test run its own build cache, so no test reuses (or pollutes) the user's."""
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    if "STENCILFORGE_CACHE_DIR" not in os.environ or not os.environ.get("STENCILFORGE_KEEP_TEST_CACHE"):
+        os.environ["STENCILFORGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="stencilforge-test-cache-")

@@ -50,7 +50,9 @@ def _c_cpu() -> Backend:
         )
     import allocators  # noqa: PLC0415
 
-    return CompiledBackend("c_cpu", allocators.NumPyBufferAllocator(), c_cpu_pipeline(cache_directory()))
+    return CompiledBackend(
+        "c_cpu", allocators.NumPyBufferAllocator(), c_cpu_pipeline(cache_directory())
+    )
 
 
 def _require(module: str, extra: str) -> object:

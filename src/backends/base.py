@@ -146,8 +146,12 @@ class CompiledBackend(Backend):
         """
         return tuple(_unit_stride(a) for a in args)
 
-    def _specialized(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> ProgramDefinition:
-        return attrs.evolve(definition, compile_time_args=(("unit_stride", self.dispatch_key(args)),))
+    def _specialized(
+        self, definition: ProgramDefinition, args: tuple[Any, ...]
+    ) -> ProgramDefinition:
+        return attrs.evolve(
+            definition, compile_time_args=(("unit_stride", self.dispatch_key(args)),)
+        )
 
     def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
         """Run the pipeline: frontend, translation, compilation (cached), loading.
@@ -162,7 +166,9 @@ class CompiledBackend(Backend):
             _log.warning("%s; rebuilding %s", error, definition.name)
             return self.pipeline(specialized)  # type: ignore[no-any-return]
 
-    def translate_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> ProgramSource:
+    def translate_program(
+        self, definition: ProgramDefinition, args: tuple[Any, ...]
+    ) -> ProgramSource:
         """Frontend and translation only, for inspection."""
         return self.pipeline.translate(self._specialized(definition, args))  # type: ignore[no-any-return]
 

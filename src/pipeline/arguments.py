@@ -105,9 +105,12 @@ class ArgumentChecker:
         program = self.ir.name
         if len(args) != len(self.ir.params):
             bind_arguments(program, self.names, args, {})  # raises, naming what is missing
+        written = {t.name for s in self.ir.stencils for t in s.outputs}
         for param, value in zip(self.ir.params, args, strict=True):
             if isinstance(param.type, FieldType):
                 self._check_field(program, param.name, param.type, value, device_type, namespace)
+                if isinstance(value, np.ndarray):
+                    _check_numpy_layout(program, param.name, value, param.name in written)
             elif (
                 not isinstance(value, bool | int | float | np.generic)
                 or (param.type.dtype.kind in "iu" and isinstance(value, float | np.floating))
@@ -122,8 +125,10 @@ class ArgumentChecker:
             for p, v in zip(self.ir.params, args, strict=True)
             if isinstance(p.type, FieldType)
         }
+        values = dict(zip(self.names, args, strict=True))
         for stencil in self.ir.stencils:
-            self._check_domains(stencil, shapes)
+            if self._check_domains(stencil, shapes):
+                self._check_overlaps(stencil, values)
 
     def _check_field(
         self,
@@ -175,7 +180,29 @@ class ArgumentChecker:
                     f"{getattr(namespace, '__name__', namespace)}; allocate it with the backend"
                 )
 
-    def _check_domains(self, stencil: Stencil, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    def _check_overlaps(self, stencil: Stencil, values: Mapping[str, Any]) -> None:
+        """No output may share memory with another field its stencil reads or writes."""
+        touched = sorted({e.name for e in stencil.extents} | {t.name for t in stencil.outputs})
+        outputs = [t.name for t in stencil.outputs]
+        for out in outputs:
+            for other in touched:
+                if other == out or (other in outputs and outputs.index(other) < outputs.index(out)):
+                    continue
+                a, b = values[out], values[other]
+                if (
+                    isinstance(a, np.ndarray)
+                    and isinstance(b, np.ndarray)
+                    and np.may_share_memory(a, b)
+                ):
+                    raise ArgumentError(
+                        f"{self.ir.name}(): output {out!r} of {stencil.operator_name!r} shares "
+                        f"memory with {other!r}; a stencil cannot update an array it reads "
+                        "(results would depend on the order of evaluation), so pass a "
+                        "separate output array"
+                    )
+
+    def _check_domains(self, stencil: Stencil, shapes: Mapping[str, tuple[int, ...]]) -> bool:
+        """Check the stencil's domain; return whether it is non-empty."""
         program = self.ir.name
         domain: dict[str, tuple[int, int]] = {}
         first_output = ""
@@ -194,7 +221,7 @@ class ArgumentChecker:
                 domain[dim] = bounds
             first_output = first_output or target.name
         if any(stop <= start for start, stop in domain.values()):
-            return  # an empty domain reads nothing
+            return False  # an empty domain reads nothing
         for extent in stencil.extents:
             shape = shapes[extent.name]
             field_type = self.ir.param(extent.name).type
@@ -222,6 +249,26 @@ class ArgumentChecker:
                     f"{low}:{high}, but {extent.name!r} has {size} point(s); missing halo: "
                     f"{where}. Shrink the output slice or pass a larger {extent.name!r}"
                 )
+        return True
+
+
+def _check_numpy_layout(
+    program: str, name: str, array: np.ndarray[Any, Any], written: bool
+) -> None:
+    """What native code needs of an array's memory: native order, alignment, whole elements."""
+    problem = None
+    if not array.dtype.isnative:
+        problem = "is not in native byte order (use .astype(its dtype.newbyteorder('=')))"
+    elif not array.flags.aligned:
+        problem = "is not aligned in memory (copy it with numpy.ascontiguousarray)"
+    elif any(s % array.itemsize for s in array.strides):
+        problem = "has strides that are not whole elements (copy it with numpy.ascontiguousarray)"
+    elif written and not array.flags.writeable:
+        problem = "is written by the program but is read-only"
+    elif written and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True)):
+        problem = "is written by the program but is a broadcast view (stride 0); pass a real array"
+    if problem is not None:
+        raise ArgumentError(f"argument {name!r} of {program}() {problem}")
 
 
 def _describe(value: object) -> str:

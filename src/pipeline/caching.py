@@ -112,7 +112,9 @@ class MemoryStepCache:
                 return False, None
             value = self._entries[key]
             if validate is not None and not validate(value):
-                _log.warning("evicting invalid in-memory cache entry %s; it will be recomputed", key)
+                _log.warning(
+                    "evicting invalid in-memory cache entry %s; it will be recomputed", key
+                )
                 self.stats.damaged += 1
                 del self._entries[key]
                 return False, None
@@ -202,7 +204,9 @@ class DiskStepCache:
         if validate is not None and not validate(value):
             _log.warning(
                 "evicting cache entry %s in %s: it failed validation (e.g. its built file was "
-                "truncated or altered); it will be recomputed", key, self.directory,
+                "truncated or altered); it will be recomputed",
+                key,
+                self.directory,
             )
             self.stats.damaged += 1
             self._entries.delete(key, retry=True)

@@ -34,7 +34,7 @@ import numpy as np
 
 from pipeline.errors import FingerprintError
 
-__all__ = ["fingerprint", "fingerprint_bytes"]
+__all__ = ["fingerprint", "fingerprint_bytes", "source_digest"]
 
 _MAX_DEPTH = 200
 
@@ -56,6 +56,23 @@ def fingerprint(value: object, *, strict: bool = True) -> str:
 def fingerprint_bytes(data: bytes) -> str:
     """The hex SHA-256 of raw bytes (file contents, generated source)."""
     return hashlib.sha256(data).hexdigest()
+
+
+def source_digest(*modules: types.ModuleType) -> str:
+    """A digest of the source files of ``modules``.
+
+    Steps whose output depends on their own code (a translation's generator) put this in
+    their fingerprint, so that a changed generator never reuses a disk-cached result made
+    by the old one, even when the package version did not change.
+    """
+    digest = hashlib.sha256()
+    for module in modules:
+        path = getattr(module, "__file__", None)
+        if path is None:
+            raise FingerprintError(f"module {module.__name__} has no source file to digest")
+        with open(path, "rb") as handle:
+            digest.update(module.__name__.encode() + b"\0" + handle.read())
+    return digest.hexdigest()
 
 
 class _Encoder:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import attrs
 
 __all__ = [
+    "ACTIVE",
     "ProgramMetrics",
     "collect",
     "enabled",
@@ -45,6 +46,8 @@ _lock = threading.Lock()
 _registry: dict[str, ProgramMetrics] = {}
 _depth = 0
 _from_environment = os.environ.get("STENCILFORGE_METRICS", "").lower() in {"1", "true", "yes", "on"}
+# Read on every program call: kept equal to enabled() so the hot path is one global lookup.
+ACTIVE = _from_environment
 
 
 def enabled() -> bool:
@@ -55,14 +58,16 @@ def enabled() -> bool:
 @contextmanager
 def collect() -> Iterator[None]:
     """Record metrics inside the block (nestable, thread-global)."""
-    global _depth  # noqa: PLW0603  (the documented switch)
+    global _depth, ACTIVE  # noqa: PLW0603  (the documented switch)
     with _lock:
         _depth += 1
+        ACTIVE = True
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
+            ACTIVE = _from_environment or _depth > 0
 
 
 def _entry(key: str) -> ProgramMetrics:

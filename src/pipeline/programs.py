@@ -91,7 +91,9 @@ class _Definition:
     function: Callable[..., Any]
     backend: ProgramBackend = attrs.field(
         default=cast(ProgramBackend, DEFAULT),
-        converter=_resolve_backend, validator=_check_backend, kw_only=True
+        converter=_resolve_backend,
+        validator=_check_backend,
+        kw_only=True,
     )
     _table: dict[tuple[Any, Hashable], Executable] = attrs.field(
         factory=dict, init=False, repr=False
@@ -192,7 +194,7 @@ class Program(_Definition):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._fast[0]
-        if fast is not None and not kwargs and not metrics.enabled():
+        if fast is not None and not kwargs and not metrics.ACTIVE:
             result = fast(*args)
             if result is not NotImplemented:
                 return result

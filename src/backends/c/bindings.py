@@ -21,7 +21,10 @@ from pipeline.ir.nodes import ProgramIR, Stencil
 __all__ = ["generate_module"]
 
 _NPY_TYPES = {
-    float32: "NPY_FLOAT32", float64: "NPY_FLOAT64", int32: "NPY_INT32", int64: "NPY_INT64",
+    float32: "NPY_FLOAT32",
+    float64: "NPY_FLOAT64",
+    int32: "NPY_INT32",
+    int64: "NPY_INT64",
     bool_: "NPY_BOOL",
 }
 
@@ -85,16 +88,20 @@ def _parse_field(index: int, name: str, field: FieldType, writable: bool, unit: 
         f"        if ({' || '.join(checks)}) Py_RETURN_NOTIMPLEMENTED;",
         f"        a.p_{name} = (char*)PyArray_DATA(arr);",
         f"        for (int d = 0; d < {rank}; ++d) {{",
-        f"            npy_intp stride = PyArray_STRIDES(arr)[d];",
+        "            npy_intp stride = PyArray_STRIDES(arr)[d];",
         f"            if (stride % {itemsize} != 0) Py_RETURN_NOTIMPLEMENTED;",
         f"            a.n_{name}[d] = PyArray_DIMS(arr)[d];",
         f"            a.s_{name}[d] = stride / {itemsize};",
     ]
     if writable:
-        lines.append(f"            if (a.s_{name}[d] == 0 && a.n_{name}[d] > 1) Py_RETURN_NOTIMPLEMENTED;")
+        lines.append(
+            f"            if (a.s_{name}[d] == 0 && a.n_{name}[d] > 1) Py_RETURN_NOTIMPLEMENTED;"
+        )
     lines.append("        }")
     if unit:
-        lines.append(f"        if (a.n_{name}[{rank - 1}] > 1 && a.s_{name}[{rank - 1}] != 1) Py_RETURN_NOTIMPLEMENTED;")
+        lines.append(
+            f"        if (a.n_{name}[{rank - 1}] > 1 && a.s_{name}[{rank - 1}] != 1) Py_RETURN_NOTIMPLEMENTED;"
+        )
     lines.append("    }")
     return lines
 
@@ -128,7 +135,9 @@ def _parse_scalar(index: int, name: str, scalar: ScalarType) -> list[str]:
     ]
 
 
-def _stencil_checks(program: ProgramIR, stencil: Stencil, code: StencilCode, index: int) -> list[str]:
+def _stencil_checks(
+    program: ProgramIR, stencil: Stencil, code: StencilCode, index: int
+) -> list[str]:
     """Resolve the domain, check outputs agree, extents fit and nothing aliases; then run."""
     dims = code.iteration_dims
     lines = [f"    int64_t lo{index}[{len(dims)}], hi{index}[{len(dims)}];", "    {"]
@@ -136,7 +145,9 @@ def _stencil_checks(program: ProgramIR, stencil: Stencil, code: StencilCode, ind
     for position, target in enumerate(stencil.outputs):
         field = program.param(target.name).type
         assert isinstance(field, FieldType)
-        for axis, ((start, stop), dim) in enumerate(zip(target.slices, field.dim_names, strict=True)):
+        for axis, ((start, stop), dim) in enumerate(
+            zip(target.slices, field.dim_names, strict=True)
+        ):
             slot = dims.index(dim)
             lines.append(
                 f"        sf_resolve(a.n_{target.name}[{axis}], {int(start is not None)}, {start or 0}, "
@@ -145,7 +156,9 @@ def _stencil_checks(program: ProgramIR, stencil: Stencil, code: StencilCode, ind
             if position == 0:
                 lines.append(f"        lo{index}[{slot}] = l; hi{index}[{slot}] = h;")
             else:
-                lines.append(f"        if (lo{index}[{slot}] != l || hi{index}[{slot}] != h) Py_RETURN_NOTIMPLEMENTED;")
+                lines.append(
+                    f"        if (lo{index}[{slot}] != l || hi{index}[{slot}] != h) Py_RETURN_NOTIMPLEMENTED;"
+                )
     empty = " || ".join(f"hi{index}[{i}] <= lo{index}[{i}]" for i in range(len(dims)))
     lines.append(f"        run{index} = !({empty});")
     lines.append(f"        if (run{index}) {{")
@@ -165,14 +178,21 @@ def _stencil_checks(program: ProgramIR, stencil: Stencil, code: StencilCode, ind
         for other in touched:
             if other == out or (other in outputs and outputs.index(other) < outputs.index(out)):
                 continue
-            lines.append(f"            if (sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;")
+            lines.append(
+                f"            if (sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;"
+            )
     lines.append("        }")
     lines.append("    }")
     return lines
 
 
-def generate_module(program: ProgramIR, module_name: str, stencils: Sequence[tuple[Stencil, StencilCode]],
-                    unit_stride: Mapping[str, bool], runtime: str) -> str:
+def generate_module(
+    program: ProgramIR,
+    module_name: str,
+    stencils: Sequence[tuple[Stencil, StencilCode]],
+    unit_stride: Mapping[str, bool],
+    runtime: str,
+) -> str:
     """The complete C source of the extension module ``module_name``."""
     written = {t.name for s in program.stencils for t in s.outputs}
     out = [
@@ -185,14 +205,21 @@ def generate_module(program: ProgramIR, module_name: str, stencils: Sequence[tup
         _HELPERS,
     ]
     out.extend(code.text for _, code in stencils)
-    out.append(f"static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {{")
+    out.append(
+        "static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {"
+    )
     out.append("    (void)self;")
     out.append(f"    if (nargs != {len(program.params)}) Py_RETURN_NOTIMPLEMENTED;")
     out.append("    sf_args a;")
     for index, param in enumerate(program.params):
         if isinstance(param.type, FieldType):
-            out += _parse_field(index, param.name, param.type, param.name in written,
-                                unit_stride.get(param.name, False))
+            out += _parse_field(
+                index,
+                param.name,
+                param.type,
+                param.name in written,
+                unit_stride.get(param.name, False),
+            )
         else:
             out += _parse_scalar(index, param.name, param.type)
     for param in program.params:
@@ -210,7 +237,9 @@ def generate_module(program: ProgramIR, module_name: str, stencils: Sequence[tup
     out.append("    int status = 0;")
     out.append("    Py_BEGIN_ALLOW_THREADS")
     for index, (_, code) in enumerate(stencils):
-        out.append(f"    if (status == 0 && run{index}) status = {code.name}(&a, lo{index}, hi{index});")
+        out.append(
+            f"    if (status == 0 && run{index}) status = {code.name}(&a, lo{index}, hi{index});"
+        )
     out.append("    Py_END_ALLOW_THREADS")
     out.append("    if (status != 0) return PyErr_NoMemory();")
     out.append("    Py_RETURN_NONE;")

@@ -32,6 +32,7 @@ from pipeline.ir.nodes import (
     UnaryOp,
     combine_offsets,
 )
+from pipeline.passes.traversal import walk
 from pipeline.passes.typing_ import promote
 
 __all__ = ["C_TYPES", "StencilCode", "generate_stencil"]
@@ -39,14 +40,30 @@ __all__ = ["C_TYPES", "StencilCode", "generate_stencil"]
 Offsets = tuple[tuple[str, int], ...]
 
 C_TYPES: Mapping[np.dtype[Any], str] = {
-    float32: "float", float64: "double", int32: "int32_t", int64: "int64_t", bool_: "sf_bool",
+    float32: "float",
+    float64: "double",
+    int32: "int32_t",
+    int64: "int64_t",
+    bool_: "sf_bool",
 }
 _SUFFIX = {float32: "f32", float64: "f64", int32: "i32", int64: "i64"}
 _UNSIGNED = {int32: "uint32_t", int64: "uint64_t"}
 _FLOAT_FUNCTIONS = {
-    "sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "floor": "floor", "ceil": "ceil", "abs": "fabs",
+    "sqrt": "sqrt",
+    "exp": "exp",
+    "log": "log",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "abs": "fabs",
 }
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 
@@ -110,7 +127,7 @@ class _Body:
         assert expr.type is not None
         return convert(self.value(expr, shift), expr.type.dtype, dtype)
 
-    def _compute(self, expr: Expr, shift: Offsets) -> str:  # noqa: C901  (one case per node)
+    def _compute(self, expr: Expr, shift: Offsets) -> str:
         assert expr.type is not None
         dtype = expr.type.dtype
         ctype = C_TYPES[dtype]
@@ -132,7 +149,9 @@ class _Body:
                 return self._binary(op, left, right, shift, dtype)
             case Call(function="where", args=(cond, a, b)):
                 c = self._typed(cond, shift, bool_)
-                return self.let(ctype, f"{c} ? {self._typed(a, shift, dtype)} : {self._typed(b, shift, dtype)}")
+                return self.let(
+                    ctype, f"{c} ? {self._typed(a, shift, dtype)} : {self._typed(b, shift, dtype)}"
+                )
             case Call(function=function, args=(a, b)):
                 x, y = self._typed(a, shift, dtype), self._typed(b, shift, dtype)
                 kind = {"minimum": "min", "maximum": "max", "power": "pow"}[function]
@@ -143,7 +162,11 @@ class _Body:
                 assert a.type is not None
                 if dtype.kind in "iu":
                     x = self._typed(a, shift, dtype)
-                    return x if function in {"floor", "ceil"} else self.let(ctype, f"sf_abs_{_SUFFIX[dtype]}({x})")
+                    return (
+                        x
+                        if function in {"floor", "ceil"}
+                        else self.let(ctype, f"sf_abs_{_SUFFIX[dtype]}({x})")
+                    )
                 x = self._typed(a, shift, dtype)
                 suffix = "f" if dtype == float32 else ""
                 return self.let(ctype, f"{_FLOAT_FUNCTIONS[function]}{suffix}({x})")
@@ -152,11 +175,16 @@ class _Body:
                 return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
         raise NotImplementedError(f"no C translation for {expr!r}")
 
-    def _binary(self, op: str, left: Expr, right: Expr, shift: Offsets, dtype: np.dtype[Any]) -> str:
+    def _binary(
+        self, op: str, left: Expr, right: Expr, shift: Offsets, dtype: np.dtype[Any]
+    ) -> str:
         assert left.type is not None and right.type is not None
         ctype = C_TYPES[dtype]
         if op in {"&", "|"}:
-            return self.let(ctype, f"(sf_bool)({self._typed(left, shift, bool_)} {op} {self._typed(right, shift, bool_)})")
+            return self.let(
+                ctype,
+                f"(sf_bool)({self._typed(left, shift, bool_)} {op} {self._typed(right, shift, bool_)})",
+            )
         operand = promote(left.type, right.type, op, None)[0] if op in _COMPARISONS else dtype
         x, y = self._typed(left, shift, operand), self._typed(right, shift, operand)
         if op in _COMPARISONS:
@@ -173,8 +201,17 @@ class _Body:
 
 
 class _StencilGenerator:
-    def __init__(self, program: ProgramIR, stencil: Stencil, index: int, *, unit_stride: Mapping[str, bool],
-                 temporaries: bool, tile_sizes: Sequence[int], parallel_min_points: int) -> None:
+    def __init__(
+        self,
+        program: ProgramIR,
+        stencil: Stencil,
+        index: int,
+        *,
+        unit_stride: Mapping[str, bool],
+        temporaries: bool,
+        tile_sizes: Sequence[int],
+        parallel_min_points: int,
+    ) -> None:
         self.program = program
         self.stencil = stencil
         self.index = index
@@ -196,8 +233,16 @@ class _StencilGenerator:
         self.definitions = {a.targets[0]: a.value for a in stencil.body}
         self.temporaries: dict[str, _Temporary] = {}
         if temporaries:
+            # A local read at a shifted position somewhere would be recomputed per use:
+            # keep it in a buffer. Locals read only in place are computed where needed.
+            shifted = {
+                node.name
+                for expr in (*(a.value for a in stencil.body), *stencil.results)
+                for node in walk(expr)
+                if isinstance(node, Ref) and node.offsets and node.name in self.definitions
+            }
             for extent in stencil.local_extents:
-                if any(d.lower or d.upper for d in extent.dims):
+                if extent.name in shifted:
                     self.temporaries[extent.name] = self._temporary(extent)
 
     def _temporary(self, extent: FieldExtent) -> _Temporary:
@@ -228,7 +273,11 @@ class _StencilGenerator:
         for axis, dim in enumerate(dims):
             position = f"(x_{dim} + {shift[dim]})" if shift.get(dim) else f"x_{dim}"
             last = axis == len(dims) - 1
-            terms.append(position if last and self.unit_stride.get(name, False) else f"{position} * s_{name}_{axis}")
+            terms.append(
+                position
+                if last and self.unit_stride.get(name, False)
+                else f"{position} * s_{name}_{axis}"
+            )
         return body.let(C_TYPES[param.type.dtype], f"p_{name}[{' + '.join(terms) or '0'}]")
 
     def _temp_index(self, temp: _Temporary, shift: Mapping[str, int]) -> str:
@@ -239,11 +288,17 @@ class _StencilGenerator:
         return index
 
     # -- loops -------------------------------------------------------------------------------
-    def _loop_nest(self, ranges: Mapping[str, tuple[str, str]], indent: str, emit_body: Any) -> list[str]:
+    def _loop_nest(
+        self, ranges: Mapping[str, tuple[str, str]], indent: str, emit_body: Any
+    ) -> list[str]:
         lines = []
         for depth, dim in enumerate(self.dims):
             lo, hi = ranges[dim]
             pad = indent + "    " * depth
+            if depth == len(self.dims) - 1:
+                # No iteration depends on another (outputs never alias inputs: checked at
+                # the call), so skip gcc's alias versioning and peeling on short rows.
+                lines.append(f"{pad}#pragma omp simd")
             lines.append(f"{pad}for (int64_t x_{dim} = {lo}; x_{dim} < {hi}; ++x_{dim}) {{")
         inner = indent + "    " * len(self.dims)
         body = _Body(self, inner)
@@ -261,66 +316,93 @@ class _StencilGenerator:
         for d, size in zip(reversed(outer), reversed(self.tile_sizes), strict=False):
             tiles[d] = size
         name = f"sf_stencil_{self.index}"
-        lines = [f"static int {name}(const sf_args* restrict a, const int64_t* lo, const int64_t* hi) {{"]
-        lines += [f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)]
+        lines = [
+            f"static int {name}(const sf_args* restrict a, const int64_t* lo, const int64_t* hi) {{"
+        ]
+        lines += [
+            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
+        ]
         lines += self._unpack()
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
         lines.append("    int failed = 0;")
-        lines.append(f"    #pragma omp parallel if ({points} >= {self.parallel_min_points})")
-        lines.append("    {")
-        inner = dims[-1]
+        # Small domains skip OpenMP entirely: entering a parallel region costs more than
+        # a small stencil.
+        lines.append(f"    if ({points} >= {self.parallel_min_points}) {{")
+        lines.append("    #pragma omp parallel")
+        lines += self._block({d: str(size) for d, size in tiles.items()}, parallel=True)
+        lines.append("    } else {")
+        # One thread: the whole domain is one tile (small domains fit in cache anyway).
+        lines += self._block({d: f"(hi_{d} - lo_{d})" for d in tiles}, parallel=False)
+        lines.append("    }")
+        lines.append("    return failed ? -1 : 0;")
+        lines.append("}")
+        return StencilCode(name, "\n".join(lines), dims)
+
+    def _block(self, tiles: Mapping[str, str], *, parallel: bool) -> list[str]:
+        """Allocate the temporaries, then compute every tile (OpenMP-shared when parallel)."""
+        dims = self.dims
+        outer, inner = dims[:-1], dims[-1]
+        lines = ["    {"]
         for temp in self.temporaries.values():
             lower, upper = temp.extent[inner]
             span = " * ".join(
                 [f"({tiles[d]} + {temp.extent[d][1] - temp.extent[d][0]})" for d in outer]
                 + [f"(hi_{inner} - lo_{inner} + {upper - lower})"]
             )
-            lines.append(f"        {temp.ctype}* t_{temp.name} = ({temp.ctype}*)malloc(sizeof({temp.ctype}) * {span});")
+            lines.append(
+                f"        {temp.ctype}* t_{temp.name} = ({temp.ctype}*)malloc(sizeof({temp.ctype}) * {span});"
+            )
             lines.append(f"        if (!t_{temp.name}) {{ failed = 1; }}")
             for d in dims:
-                width = f"(hi_{d} - lo_{d} + {temp.extent[d][1] - temp.extent[d][0]})" if d == inner \
-                    else f"({tiles[d]} + {temp.extent[d][1] - temp.extent[d][0]})"
-                lines.append(f"        const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};")
+                grow = temp.extent[d][1] - temp.extent[d][0]
+                width = f"(hi_{d} - lo_{d} + {grow})" if d == inner else f"({tiles[d]} + {grow})"
+                lines.append(
+                    f"        const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};"
+                )
         check = " && ".join(f"t_{t}" for t in self.temporaries) or "1"
         lines.append(f"        if ({check}) {{")
-        if outer:
+        if outer and parallel:
             lines.append(f"        #pragma omp for collapse({len(outer)}) schedule(static)")
         indent = "        "
         for d in outer:
-            lines.append(f"{indent}for (int64_t tb_{d} = lo_{d}; tb_{d} < hi_{d}; tb_{d} += {tiles[d]}) {{")
+            lines.append(
+                f"{indent}for (int64_t tb_{d} = lo_{d}; tb_{d} < hi_{d}; tb_{d} += {tiles[d]}) {{"
+            )
             indent += "    "
         for d in outer:
-            lines.append(f"{indent}const int64_t te_{d} = tb_{d} + {tiles[d]} < hi_{d} ? tb_{d} + {tiles[d]} : hi_{d};")
+            lines.append(
+                f"{indent}const int64_t te_{d} = tb_{d} + {tiles[d]} < hi_{d} ? tb_{d} + {tiles[d]} : hi_{d};"
+            )
         block_lo = {d: f"tb_{d}" for d in outer} | {inner: f"lo_{inner}"}
         block_hi = {d: f"te_{d}" for d in outer} | {inner: f"hi_{inner}"}
         for temp in self.temporaries.values():
             for d in dims:
-                lines.append(f"{indent}const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};")
+                lines.append(
+                    f"{indent}const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
+                )
             ranges = {
                 d: (f"{block_lo[d]} + {temp.extent[d][0]}", f"{block_hi[d]} + {temp.extent[d][1]}")
                 for d in dims
             }
-            definition = self.definitions[temp.name]
-            index = self._temp_index(temp, {})
-
-            def store(body: _Body, definition: Expr = definition, temp: _Temporary = temp, index: str = index) -> list[str]:
-                assert definition.type is not None
-                value = body.value(definition, ())
-                return [f"t_{temp.name}[{index}] = {value};"]
-
-            lines += self._loop_nest(ranges, indent, store)
+            lines += self._loop_nest(ranges, indent, self._temporary_store(temp))
         ranges = {d: (block_lo[d], block_hi[d]) for d in dims}
         lines += self._loop_nest(ranges, indent, self._store_outputs)
         for _ in outer:
             indent = indent[:-4]
             lines.append(f"{indent}}}")
         lines.append("        }")
-        for temp in self.temporaries:
-            lines.append(f"        free(t_{temp});")
+        lines += [f"        free(t_{temp});" for temp in self.temporaries]
         lines.append("    }")
-        lines.append("    return failed ? -1 : 0;")
-        lines.append("}")
-        return StencilCode(name, "\n".join(lines), dims)
+        return lines
+
+    def _temporary_store(self, temp: _Temporary) -> Any:
+        definition = self.definitions[temp.name]
+        index = self._temp_index(temp, {})
+
+        def store(body: _Body) -> list[str]:
+            return [f"t_{temp.name}[{index}] = {body.value(definition, ())};"]
+
+        return store
 
     def _store_outputs(self, body: _Body) -> list[str]:
         stores = []
@@ -331,7 +413,11 @@ class _StencilGenerator:
             terms = []
             for axis, dim in enumerate(param.type.dim_names):
                 last = axis == len(param.type.dims) - 1
-                terms.append(f"x_{dim}" if last and self.unit_stride.get(target.name, False) else f"x_{dim} * s_{target.name}_{axis}")
+                terms.append(
+                    f"x_{dim}"
+                    if last and self.unit_stride.get(target.name, False)
+                    else f"x_{dim} * s_{target.name}_{axis}"
+                )
             stores.append(f"p_{target.name}[{' + '.join(terms)}] = {value};")
         return stores
 
@@ -340,24 +426,43 @@ class _StencilGenerator:
         written = {t.name for t in self.stencil.outputs}
         for param in self.program.params:
             if isinstance(param.type, ScalarType):
-                lines.append(f"    const {C_TYPES[param.type.dtype]} sc_{param.name} = a->sc_{param.name}; (void)sc_{param.name};")
+                lines.append(
+                    f"    const {C_TYPES[param.type.dtype]} sc_{param.name} = a->sc_{param.name}; (void)sc_{param.name};"
+                )
                 continue
             const = "" if param.name in written else "const "
             ctype = C_TYPES[param.type.dtype]
-            lines.append(f"    {const}{ctype}* restrict p_{param.name} = ({const}{ctype}*)a->p_{param.name}; (void)p_{param.name};")
+            lines.append(
+                f"    {const}{ctype}* restrict p_{param.name} = ({const}{ctype}*)a->p_{param.name}; (void)p_{param.name};"
+            )
             for axis in range(len(param.type.dims)):
-                lines.append(f"    const int64_t s_{param.name}_{axis} = a->s_{param.name}[{axis}]; (void)s_{param.name}_{axis};")
+                lines.append(
+                    f"    const int64_t s_{param.name}_{axis} = a->s_{param.name}[{axis}]; (void)s_{param.name}_{axis};"
+                )
         return lines
 
 
-def generate_stencil(program: ProgramIR, stencil: Stencil, index: int, *, unit_stride: Mapping[str, bool],
-                     temporaries: bool, tile_sizes: Sequence[int], parallel_min_points: int) -> StencilCode:
+def generate_stencil(
+    program: ProgramIR,
+    stencil: Stencil,
+    index: int,
+    *,
+    unit_stride: Mapping[str, bool],
+    temporaries: bool,
+    tile_sizes: Sequence[int],
+    parallel_min_points: int,
+) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil`` over a domain.
 
     The function takes the argument struct and the domain (``lo``/``hi`` per iteration
     dimension) and returns 0, or -1 when a temporary could not be allocated.
     """
     return _StencilGenerator(
-        program, stencil, index, unit_stride=unit_stride, temporaries=temporaries,
-        tile_sizes=tile_sizes, parallel_min_points=parallel_min_points,
+        program,
+        stencil,
+        index,
+        unit_stride=unit_stride,
+        temporaries=temporaries,
+        tile_sizes=tile_sizes,
+        parallel_min_points=parallel_min_points,
     ).generate()

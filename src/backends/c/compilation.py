@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import time
@@ -24,7 +25,7 @@ import numpy as np
 
 from backends.c.translation import C_SOURCE
 from pipeline.caching import package_version
-from pipeline.fingerprint import fingerprint, fingerprint_bytes
+from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = ["CCompilation", "CompilationError", "artifact_is_intact", "default_compiler"]
@@ -50,22 +51,37 @@ def compiler_identity(compiler: str) -> str:
         CompilationError: the compiler cannot be run.
     """
     try:
-        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
+        version = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError) as error:
         raise CompilationError(
             f"cannot run the C compiler {compiler!r} ({error}); install gcc or clang, or set "
             "$CC to a working compiler"
         ) from error
     march = subprocess.run(
-        [compiler, "-march=native", "-Q", "--help=target"], capture_output=True, text=True, check=False
+        [compiler, "-march=native", "-Q", "--help=target"],
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout
-    arch = next((line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), "")
+    arch = next(
+        (line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), ""
+    )
     return f"{version.stdout.strip()} march={arch}"
 
 
 def _default_flags() -> tuple[str, ...]:
     # -ffp-contract=off: no fused multiply-add, so results match NumPy's rounding.
-    return ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+    return (
+        "-O3",
+        "-march=native",
+        "-fopenmp",
+        "-ffp-contract=off",
+        "-fno-math-errno",
+        "-fPIC",
+        "-shared",
+    )
 
 
 @attrs.frozen
@@ -85,9 +101,15 @@ class CCompilation:
 
     def __fingerprint__(self) -> object:
         return (
-            self.build_directory, self.compiler, self.flags, compiler_identity(self.compiler),
-            sysconfig.get_config_var("EXT_SUFFIX"), sysconfig.get_paths()["include"],
-            np.__version__, package_version(),
+            self.build_directory,
+            self.compiler,
+            self.flags,
+            compiler_identity(self.compiler),
+            sysconfig.get_config_var("EXT_SUFFIX"),
+            sysconfig.get_paths()["include"],
+            np.__version__,
+            package_version(),
+            source_digest(sys.modules[__name__]),
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
@@ -103,9 +125,13 @@ class CCompilation:
         c_file.write_text(source.text)
         built = workdir / f"{source.entry_point}.so"
         command = [
-            self.compiler, *self.flags,
-            f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}",
-            str(c_file), "-o", str(built),
+            self.compiler,
+            *self.flags,
+            f"-I{sysconfig.get_paths()['include']}",
+            f"-I{np.get_include()}",
+            str(c_file),
+            "-o",
+            str(built),
         ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:

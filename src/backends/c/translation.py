@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from allocators import DeviceType
+from backends.c import bindings, codegen, runtime
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.runtime import RUNTIME_C
 from pipeline.dsl.types import FieldType
-from pipeline.fingerprint import fingerprint
+from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.ir.nodes import ProgramIR
 from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
 
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 
 C_SOURCE = SourceFormat("c", DeviceType.CPU)
+_GENERATOR_VERSION = source_digest(codegen, bindings, runtime, sys.modules[__name__])
 
 
 def unit_stride_flags(program: ProgramIR, compile_time_args: Mapping[str, Any]) -> dict[str, bool]:
@@ -32,7 +35,11 @@ def unit_stride_flags(program: ProgramIR, compile_time_args: Mapping[str, Any]) 
     fields = [p.name for p in program.params if isinstance(p.type, FieldType)]
     if flags is None:
         return dict.fromkeys(fields, True)
-    return {p.name: bool(flag) for p, flag in zip(program.params, flags, strict=True) if p.name in fields}
+    return {
+        p.name: bool(flag)
+        for p, flag in zip(program.params, flags, strict=True)
+        if p.name in fields
+    }
 
 
 @attrs.frozen
@@ -52,15 +59,26 @@ class CTranslation:
     parallel_min_points: int = 32768
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
+    def __fingerprint__(self) -> object:
+        return (attrs.astuple(self), _GENERATOR_VERSION)
+
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         ir: ProgramIR = program.ir
         args = dict(program.compile_time_args)
         unit = unit_stride_flags(ir, args)
         stencils = [
-            (stencil, generate_stencil(
-                ir, stencil, index, unit_stride=unit, temporaries=self.temporaries,
-                tile_sizes=self.tile_sizes, parallel_min_points=self.parallel_min_points,
-            ))
+            (
+                stencil,
+                generate_stencil(
+                    ir,
+                    stencil,
+                    index,
+                    unit_stride=unit,
+                    temporaries=self.temporaries,
+                    tile_sizes=self.tile_sizes,
+                    parallel_min_points=self.parallel_min_points,
+                ),
+            )
             for index, stencil in enumerate(ir.stencils)
         ]
         module_name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"

@@ -1,0 +1,196 @@
+"""The benchmark run: every selected backend and peer, on every workload and size.
+
+``run(options)`` measures, in order: the machine's copy bandwidth (the limit), then for each
+workload and size the NumPy reference and each backend (verified, then timed), the peers when
+asked, and finally the pipeline figures of the compiled backends. It returns a ``Report``;
+``benchmarks.report`` turns that into the table and the files.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import backends
+from benchmarks import peers
+from benchmarks.comparison import Comparison, compare
+from benchmarks.machine import CopyBandwidth, MachineInfo, copy_bandwidth, machine_info
+from benchmarks.measure import is_compiled, measure_backend, measure_reference
+from benchmarks.pipeline_figures import PipelineFigures, cache_hit_seconds, measure_pipeline
+from benchmarks.progress import Progress
+from benchmarks.results import Row, with_derived
+from benchmarks.workloads import SIZES, WORKLOADS
+
+__all__ = ["Options", "Report", "run", "select_backends"]
+
+#: Timed calls per size when ``--repeat`` is not given (the first, verified call not counted).
+DEFAULT_REPEAT: Mapping[str, int] = {"small": 200, "large": 20}
+QUICK_REPEAT: Mapping[str, int] = {"small": 5, "large": 2}
+
+
+@attrs.frozen
+class Options:
+    """What to run; the command-line options of ``python -m benchmarks``.
+
+    Attributes:
+        backends: backend names to run (``None``: every available one).
+        workloads: workload names (``None``: all registered).
+        sizes: size names from ``SIZES``.
+        repeat: timed calls per measurement (``None``: per-size defaults).
+        quick: a smoke run of a few seconds (tiny repeat counts, fewer pipeline probes).
+        compare: rows of an earlier run to compare against, or ``None``.
+        compare_path: where those rows came from (for the header).
+        peers: also run Numba and JAX versions, when importable.
+        output: directory for the JSON, CSV and PNG.
+    """
+
+    backends: tuple[str, ...] | None = None
+    workloads: tuple[str, ...] | None = None
+    sizes: tuple[str, ...] = tuple(SIZES)
+    repeat: int | None = None
+    quick: bool = False
+    compare: tuple[Row, ...] | None = None
+    compare_path: str | None = None
+    peers: bool = False
+    output: Path = Path("bench-results")
+
+    def repeat_for(self, size: str) -> int:
+        """Timed calls for a measurement at ``size``."""
+        if self.repeat is not None:
+            return self.repeat
+        return (QUICK_REPEAT if self.quick else DEFAULT_REPEAT)[size]
+
+    def header(self) -> dict[str, Any]:
+        """The options as they go into the JSON header."""
+        return {
+            "backends": self.backends,
+            "workloads": self.workloads,
+            "sizes": self.sizes,
+            "repeat": {size: self.repeat_for(size) for size in self.sizes},
+            "quick": self.quick,
+            "compare": self.compare_path,
+            "peers": self.peers,
+            "output": str(self.output),
+        }
+
+
+@attrs.frozen
+class Report:
+    """Everything one run measured."""
+
+    timestamp: str
+    machine: MachineInfo
+    copy: CopyBandwidth
+    options: Options
+    backends: tuple[str, ...]
+    rows: tuple[Row, ...]
+    pipeline: tuple[PipelineFigures, ...]
+    cache_hits: Mapping[str, float]
+    comparison: tuple[Comparison, ...] | None
+    notes: tuple[str, ...]
+
+    def header(self) -> dict[str, Any]:
+        """The JSON header: when, where, with which versions and options."""
+        return {
+            "timestamp": self.timestamp,
+            "machine": attrs.asdict(self.machine),
+            "copy_bandwidth": attrs.asdict(self.copy),
+            "backends": list(self.backends),
+            "options": self.options.header(),
+        }
+
+
+def select_backends(names: tuple[str, ...] | None) -> dict[str, backends.Backend]:
+    """The available backends, filtered by ``names`` (in the order given).
+
+    Raises:
+        ValueError: a requested backend is not available here (the message lists those that are).
+    """
+    available = backends.available_backends()
+    if names is None:
+        return dict(available)
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise ValueError(
+            f"backend(s) {', '.join(missing)} not available here; available: "
+            f"{', '.join(available)}"
+        )
+    return {name: available[name] for name in names}
+
+
+def run(options: Options, show_progress: bool = True) -> Report:
+    """Measure everything ``options`` selects and return the report.
+
+    Raises:
+        ValueError: an unknown backend or workload name.
+    """
+    selected = select_backends(options.backends)
+    workload_names = options.workloads or tuple(WORKLOADS)
+    unknown = [name for name in workload_names if name not in WORKLOADS]
+    if unknown:
+        raise ValueError(f"unknown workload(s) {unknown}; registered: {list(WORKLOADS)}")
+    notes: list[str] = []
+    peer_factories: dict[str, peers.PeerFactory] = {}
+    if options.peers:
+        peer_factories, peer_notes = peers.available_peers()
+        notes += peer_notes
+    compiled = [name for name, backend in selected.items() if is_compiled(backend)]
+    probed = workload_names[:1] if options.quick else workload_names
+    per_point = 1 + len(selected) + len(peer_factories)
+    progress = Progress(
+        2 + len(workload_names) * len(options.sizes) * per_point + len(compiled) * len(probed),
+        enabled=show_progress,
+    )
+
+    progress.step("copy bandwidth (STREAM-style)")
+    copy = copy_bandwidth(repeat=3 if options.quick else 10)
+    if not copy.method.startswith("C "):
+        notes.append(f"copy bandwidth measured with {copy.method}")
+    rows: list[Row] = []
+    for workload_name in workload_names:
+        workload = WORKLOADS[workload_name]
+        for size in options.sizes:
+            repeat = options.repeat_for(size)
+            progress.step(f"{workload_name} {size} numpy")
+            rows.append(measure_reference(workload, size, repeat))
+            for name, backend in selected.items():
+                progress.step(f"{workload_name} {size} {name}")
+                rows.append(measure_backend(workload, size, name, backend, repeat))
+            for name, factory in peer_factories.items():
+                progress.step(f"{workload_name} {size} {name} (peer)")
+                rows.append(peers.measure_peer(workload, size, name, factory, repeat))
+
+    figures = []
+    small_rows = {(r.backend, r.workload): r for r in rows if r.size == "small"}
+    for name in compiled:
+        for workload_name in probed:
+            progress.step(f"pipeline figures {workload_name} {name} (cold + warm subprocess)")
+            small_row = small_rows.get((name, workload_name))
+            figures.append(measure_pipeline(name, workload_name, small_row))
+    if not compiled:
+        notes.append(
+            "no compiled backend selected or available: no per-stage compile, warm-start or "
+            "call-overhead figures (c_cpu joins when it is registered and a C compiler is found)"
+        )
+    progress.step("CachedStep hit times")
+    hits = cache_hit_seconds(200 if options.quick else 2000)
+    progress.close()
+
+    rows = with_derived(rows, copy.bytes_per_second)
+    comparison = compare(list(options.compare), rows) if options.compare is not None else None
+    return Report(
+        timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        machine=machine_info(),
+        copy=copy,
+        options=options,
+        backends=tuple(selected),
+        rows=tuple(rows),
+        pipeline=tuple(figures),
+        cache_hits=hits,
+        comparison=tuple(comparison) if comparison is not None else None,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,214 @@
+"""The machine under test: what it is, and how fast it can copy memory.
+
+``machine_info()`` describes the CPU, core count and versions. ``copy_bandwidth()`` measures a
+STREAM-style copy (``b[i] = a[i]``) on arrays larger than the last-level cache. The kernel is C,
+built in this run with the system compiler (``$CC`` or ``cc``; ``-O3 -march=native -fopenmp``,
+without OpenMP if that fails) into a temporary shared library called through ctypes: this is the
+reference kernel, not stencilforge's call path. Without a compiler it falls back to
+``np.copyto`` and says so in ``CopyBandwidth.method``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+__all__ = [
+    "CopyBandwidth",
+    "MachineInfo",
+    "copy_bandwidth",
+    "find_compiler",
+    "last_level_cache_bytes",
+    "machine_info",
+]
+
+_COPY_SOURCE = r"""
+#include <stddef.h>
+void stream_copy(const double *restrict a, double *restrict b, size_t n) {
+#ifdef _OPENMP
+#pragma omp parallel for simd schedule(static)
+#endif
+    for (size_t i = 0; i < n; ++i) b[i] = a[i];
+}
+void first_touch(double *restrict a, double *restrict b, size_t n) {
+    /* Touch the pages with the threads that will copy them later (NUMA placement). */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (size_t i = 0; i < n; ++i) { a[i] = (double)(i % 1024); b[i] = 0.0; }
+}
+"""
+
+_FALLBACK_LLC_BYTES = 32 * 2**20
+
+
+@attrs.frozen
+class MachineInfo:
+    """What the numbers were measured on."""
+
+    cpu: str
+    cores: int
+    platform: str
+    python: str
+    numpy: str
+    stencilforge: str
+    compiler: str | None
+
+
+@attrs.frozen
+class CopyBandwidth:
+    """The measured copy bandwidth.
+
+    Attributes:
+        bytes_per_second: (bytes read + bytes written) / seconds of the best repetition.
+        array_bytes: the size of each of the two arrays.
+        method: how it was measured (``"C (cc -O3 ... -fopenmp), 2 threads"`` or ``"np.copyto
+            (no C compiler)"``).
+    """
+
+    bytes_per_second: float
+    array_bytes: int
+    method: str
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Hardware", "cpu model")):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def find_compiler() -> str | None:
+    """The system C compiler: ``$CC`` if set, else ``cc`` on the PATH, else ``None``."""
+    candidate = os.environ.get("CC") or "cc"
+    return shutil.which(candidate.split()[0]) and candidate
+
+
+def _compiler_version(compiler: str | None) -> str | None:
+    if compiler is None:
+        return None
+    try:
+        done = subprocess.run(
+            [*compiler.split(), "--version"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return compiler
+    first = done.stdout.splitlines()[0] if done.stdout else compiler
+    return first.strip()
+
+
+def machine_info() -> MachineInfo:
+    """Describe this machine and the software versions in use."""
+    return MachineInfo(
+        cpu=_cpu_model(),
+        cores=os.cpu_count() or 1,
+        platform=platform.platform(),
+        python=sys.version.split()[0],
+        numpy=np.__version__,
+        stencilforge=_package_version("stencilforge"),
+        compiler=_compiler_version(find_compiler()),
+    )
+
+
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache size reported by sysfs (32 MiB if it cannot be read)."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=_FALLBACK_LLC_BYTES)
+
+
+def _build_copy_library(compiler: str, directory: Path) -> tuple[ctypes.CDLL, str] | None:
+    source = directory / "stream_copy.c"
+    source.write_text(_COPY_SOURCE)
+    library = directory / "libstream_copy.so"
+    base = [*compiler.split(), "-O3", "-march=native", "-shared", "-fPIC"]
+    for extra in (["-fopenmp"], []):
+        command = [*base, *extra, str(source), "-o", str(library)]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode == 0:
+            loaded = ctypes.CDLL(str(library))
+            for name in ("stream_copy", "first_touch"):
+                function = getattr(loaded, name)
+                function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+                function.restype = None
+            flags = " ".join(["-O3", "-march=native", *extra])
+            threads = _omp_threads() if extra else 1
+            return loaded, f"C ({compiler} {flags}), {threads} thread(s)"
+    return None
+
+
+def _omp_threads() -> int:
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() else (os.cpu_count() or 1)
+
+
+def copy_bandwidth(repeat: int = 10, array_bytes: int | None = None) -> CopyBandwidth:
+    """Measure STREAM copy bandwidth: the best of ``repeat`` copies after one warm-up.
+
+    Args:
+        repeat: timed repetitions (the best one is reported, as STREAM does).
+        array_bytes: size of each array; default 4x the last-level cache, at least 64 MiB.
+    """
+    nbytes = array_bytes or max(4 * last_level_cache_bytes(), 64 * 2**20)
+    n = nbytes // 8
+    with tempfile.TemporaryDirectory(prefix="stencilforge-stream-") as directory:
+        compiler = find_compiler()
+        built = _build_copy_library(compiler, Path(directory)) if compiler else None
+        a = np.empty(n)
+        b = np.empty(n)
+        if built is None:
+            a[...] = 1.0
+            b[...] = 0.0
+
+            def copy() -> None:
+                np.copyto(b, a)
+
+            method = "np.copyto (no working C compiler found)"
+        else:
+            library, method = built
+            pa, pb = a.ctypes.data, b.ctypes.data
+            library.first_touch(pa, pb, n)
+
+            def copy() -> None:
+                library.stream_copy(pa, pb, n)
+
+        copy()
+        seconds = []
+        for _ in range(max(repeat, 1)):
+            start = time.perf_counter()
+            copy()
+            seconds.append(time.perf_counter() - start)
+        if not np.array_equal(a[: 1 << 16], b[: 1 << 16]):
+            raise RuntimeError(f"the copy kernel ({method}) did not copy")
+        best = min(seconds)
+    return CopyBandwidth(2 * n * 8 / best, n * 8, method)

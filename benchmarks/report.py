@@ -1,0 +1,147 @@
+"""Turning a ``Report`` into the terminal tables and the JSON and CSV files."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from benchmarks.harness import Report
+from benchmarks.results import FAILED, Row
+
+__all__ = ["format_report", "seconds", "to_json", "write_csv", "write_json"]
+
+
+def seconds(value: float | None) -> str:
+    """A duration with a readable unit (``"12.3 us"``); ``"-"`` for ``None``."""
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}x"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.3g}%"
+
+
+def _table(header: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+
+    def render(row: Sequence[str]) -> str:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        return "  ".join(cells).rstrip()
+
+    return [render(header), render(["-" * w for w in widths]), *map(render, lines)]
+
+
+def _grid(row: Row) -> str:
+    return "x".join(map(str, row.shape))
+
+
+def _rows_table(rows: Sequence[Row]) -> list[str]:
+    lines = [
+        [
+            row.workload, row.size, _grid(row), row.backend,
+            seconds(row.median), seconds(row.minimum), seconds(row.maximum),
+            _ratio(row.ratio_to_numpy), _percent(row.copy_fraction), row.status,
+        ]
+        for row in rows
+    ]
+    header = ["workload", "size", "grid", "backend", "median", "min", "max",
+              "vs NumPy", "of copy BW", "status"]
+    return _table(header, lines)
+
+
+def _stages(figures: Any) -> str:
+    return ", ".join(f"{s.stage} {seconds(s.seconds)}" for s in figures) or "-"
+
+
+def _pipeline_table(report: Report) -> list[str]:
+    lines = [
+        [
+            f.backend, f.workload, _stages(f.cold_stages), seconds(f.cold_first_result_seconds),
+            seconds(f.warm_start_seconds), seconds(f.call_seconds),
+            seconds(f.direct_call_seconds), seconds(f.call_overhead_seconds),
+            f.message or "ok",
+        ]
+        for f in report.pipeline
+    ]
+    header = ["backend", "workload", "cold compile per stage", "cold 1st result",
+              "warm start", "call (small)", "executable", "dispatch", "status"]
+    return _table(header, lines)
+
+
+def format_report(report: Report) -> str:
+    """The terminal output: machine, limit, results table, pipeline figures, comparison."""
+    m, copy = report.machine, report.copy
+    out = [
+        f"stencilforge {m.stencilforge} benchmarks, {report.timestamp}",
+        f"machine: {m.cpu}, {m.cores} cores; Python {m.python}, NumPy {m.numpy}; "
+        f"compiler: {m.compiler or 'none'}",
+        f"copy bandwidth (the limit): {copy.bytes_per_second / 1e9:.1f} GB/s "
+        f"(read + write, {copy.array_bytes // 2**20} MiB arrays, {copy.method})",
+        "vs NumPy = NumPy median / backend median (>1: faster than NumPy); "
+        "of copy BW = (input + output bytes / median) / copy bandwidth",
+        "",
+        *_rows_table(report.rows),
+    ]
+    failed = [row for row in report.rows if row.status == FAILED]
+    if failed:
+        out += ["", "FAILED rows (not timed):"]
+        out += [f"  {r.workload} {r.size} {r.backend}: {(r.message or '?').splitlines()[0]}"
+                for r in failed]
+    if report.pipeline:
+        out += ["", "Pipeline figures (small grid; cold/warm starts in fresh subprocesses; "
+                "dispatch = program call - executable call):",
+                *_pipeline_table(report)]
+    out += ["", "CachedStep hit times (median): " + ", ".join(
+        f"{name} {seconds(value)}" for name, value in report.cache_hits.items())]
+    if report.comparison is not None:
+        out += ["", f"compared with {report.options.compare_path} "
+                "(speedup = old median / new median, >1: faster now):"]
+        out += _table(
+            ["workload", "size", "backend", "old", "new", "speedup"],
+            [[c.workload, c.size, c.backend, seconds(c.old_median), seconds(c.new_median),
+              _ratio(c.speedup)] for c in report.comparison],
+        ) if report.comparison else ["  no rows in common"]
+    if report.notes:
+        out += ["", *(f"note: {note}" for note in report.notes)]
+    return "\n".join(out)
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    """The JSON document: header, rows, pipeline figures, cache hits, comparison, notes."""
+    return {
+        "header": report.header(),
+        "rows": [row.to_dict() for row in report.rows],
+        "pipeline": [figures.to_dict() for figures in report.pipeline],
+        "cache_hits": dict(report.cache_hits),
+        "comparison": (None if report.comparison is None
+                       else [c.to_dict() for c in report.comparison]),
+        "notes": list(report.notes),
+    }
+
+
+def write_json(report: Report, path: Path) -> None:
+    """Write ``to_json(report)`` to ``path``."""
+    path.write_text(json.dumps(to_json(report), indent=2) + "\n")
+
+
+def write_csv(rows: Sequence[Row], path: Path) -> None:
+    """Write one line per row, every ``Row`` field a column (shape as ``16x16x8``)."""
+    names = [field.name for field in attrs.fields(Row)]
+    with path.open("w", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=names)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row.to_dict(), "shape": _grid(row)})

@@ -1,0 +1,109 @@
+"""The records a run produces: one ``Row`` per (workload, size, backend), flat for CSV.
+
+``status`` is ``"ok"`` (verified against NumPy, then timed), ``"FAILED"`` (an error or a wrong
+result; ``message`` says which; never timed) or ``"skipped"`` (not measurable here, e.g. a peer
+without an implementation of that workload).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from benchmarks.timing import Timing
+
+__all__ = ["FAILED", "OK", "SKIPPED", "Row", "with_derived"]
+
+OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
+
+#: ``kind`` of a row: the NumPy reference, a stencilforge backend, or a peer (Numba, JAX).
+REFERENCE, BACKEND, PEER = "numpy", "stencilforge", "peer"
+
+
+@attrs.frozen
+class Row:
+    """One measurement. Times are seconds; ratios are plain numbers.
+
+    Attributes:
+        ratio_to_numpy: NumPy's median / this median (> 1: faster than NumPy).
+        copy_fraction: (bytes_per_call / median) / copy bandwidth (1.0 = at the machine's limit).
+        compile_seconds: ``prog.compile(...)`` on a compiled backend (``None`` when embedded).
+        first_call_seconds: the first call (compiles on compiled backends unless done before).
+        direct_call_seconds: median of the loaded executable called directly (small grid,
+            compiled backends): the difference to ``median`` is argument checks and dispatch.
+    """
+
+    workload: str
+    size: str
+    shape: tuple[int, ...]
+    backend: str
+    kind: str
+    status: str
+    bytes_per_call: int
+    message: str = ""
+    median: float | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    samples: int = 0
+    compile_seconds: float | None = None
+    first_call_seconds: float | None = None
+    direct_call_seconds: float | None = None
+    ratio_to_numpy: float | None = None
+    copy_fraction: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What identifies a row across runs: (workload, size, backend)."""
+        return (self.workload, self.size, self.backend)
+
+    def timed(self, timing: Timing) -> Row:
+        """This row with the timing's median, min, max and sample count."""
+        return attrs.evolve(
+            self,
+            median=timing.median,
+            minimum=timing.minimum,
+            maximum=timing.maximum,
+            samples=timing.samples,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (``shape`` as a list)."""
+        data = attrs.asdict(self)
+        data["shape"] = list(self.shape)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Row:
+        """The inverse of ``to_dict``, ignoring keys this version does not know."""
+        known = {field.name for field in attrs.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["shape"] = tuple(values.get("shape", ()))
+        return cls(**values)
+
+
+def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
+    """Fill ``ratio_to_numpy`` and ``copy_fraction`` of every timed row.
+
+    The NumPy median of the same (workload, size) is the ratio's numerator; rows without one
+    (or untimed rows) keep ``None``.
+    """
+    numpy_median = {
+        (row.workload, row.size): row.median
+        for row in rows
+        if row.kind == REFERENCE and row.median
+    }
+    derived = []
+    for row in rows:
+        if not row.median:
+            derived.append(row)
+            continue
+        reference = numpy_median.get((row.workload, row.size))
+        derived.append(
+            attrs.evolve(
+                row,
+                ratio_to_numpy=reference / row.median if reference else None,
+                copy_fraction=row.bytes_per_call / row.median / copy_bytes_per_second,
+            )
+        )
+    return derived

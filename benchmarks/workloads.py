@@ -1,0 +1,181 @@
+"""The reference workloads and the grid sizes they run at.
+
+A workload is one DSL program plus a NumPy-slicing kernel that computes the same interior, so
+every backend's result can be checked before it is timed. ``WORKLOADS`` is the registry (the
+module's documented global state); a new workload is one ``register(Workload(...))`` call.
+
+Every workload reads the fields named in ``inputs``, writes ``out[h:-h, h:-h, :]`` (``h`` is the
+halo) and leaves the rest of ``out`` untouched. Arrays are float64 with K contiguous (C order
+over ``(I, J, K)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+import numpy as np
+
+from pipeline import Dimension, Field, Program, field_operator, float64, program, where
+
+__all__ = [
+    "SIZES",
+    "WORKLOADS",
+    "HostArguments",
+    "Workload",
+    "register",
+]
+
+I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741  (the DSL's names)
+IJK = Field[[I, J, K], float64]
+
+#: The grid sizes by name: ``small`` measures call overhead, ``large`` memory bandwidth.
+SIZES: Mapping[str, tuple[int, int, int]] = MappingProxyType(
+    {"small": (16, 16, 8), "large": (256, 256, 64)}
+)
+
+#: What ``out`` holds outside the written domain, so that a stray write shows in the check.
+OUT_SENTINEL = -7.0
+
+HostArguments = dict[str, "np.ndarray | float"]
+
+# A kernel takes the array namespace, then the input fields and scalars by name, and returns
+# the values of ``out`` on its domain (the interior inside the halo).
+Kernel = Callable[..., Any]
+
+
+@attrs.frozen
+class Workload:
+    """One benchmark workload.
+
+    Attributes:
+        name: the registry key, shown in tables.
+        program: the DSL program (on the default backend; the harness rebinds it).
+        kernel: ``kernel(xp, **inputs, **scalars) -> interior`` in array-namespace slicing
+            (NumPy for the reference; JAX's ``jnp`` works too, for the peers).
+        halo: the width of the untouched border in I and J (the stencil's reach).
+        inputs: names of the input fields, in the program's parameter order.
+        scalars: scalar parameters and their values, in the program's parameter order after
+            the inputs; the output ``out`` is the last parameter.
+    """
+
+    name: str
+    program: Program
+    kernel: Kernel
+    halo: int
+    inputs: tuple[str, ...] = ("inp",)
+    scalars: Mapping[str, float] = attrs.field(factory=dict)
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The program's parameters in call order: inputs, scalars, ``out``."""
+        return (*self.inputs, *self.scalars, "out")
+
+    @property
+    def domain(self) -> tuple[slice, slice, slice]:
+        """The slice of ``out`` that the program writes."""
+        h = self.halo
+        return (slice(h, -h), slice(h, -h), slice(None))
+
+    def host_arguments(self, shape: tuple[int, int, int], seed: int = 0) -> HostArguments:
+        """Deterministic NumPy arguments by parameter name (``out`` filled with a sentinel)."""
+        rng = np.random.default_rng(seed)
+        arguments: HostArguments = {
+            name: rng.uniform(-1.0, 1.0, shape) for name in self.inputs
+        }
+        arguments.update(self.scalars)
+        arguments["out"] = np.full(shape, OUT_SENTINEL)
+        return arguments
+
+    def reference(self, arguments: HostArguments) -> None:
+        """Compute the workload with NumPy slicing into ``arguments["out"]`` (in place)."""
+        out = arguments["out"]
+        assert isinstance(out, np.ndarray)
+        values = {name: arguments[name] for name in (*self.inputs, *self.scalars)}
+        out[self.domain] = self.kernel(np, **values)
+
+    def bytes_per_call(self, shape: tuple[int, int, int]) -> int:
+        """Bytes of the input and output arrays: what one call must move at the least."""
+        return (len(self.inputs) + 1) * math.prod(shape) * np.dtype(np.float64).itemsize
+
+
+_registry: dict[str, Workload] = {}
+#: Read-only view of the registered workloads, by name, in registration order.
+WORKLOADS: Mapping[str, Workload] = MappingProxyType(_registry)
+
+
+def register(workload: Workload) -> Workload:
+    """Add ``workload`` to ``WORKLOADS``.
+
+    Raises:
+        ValueError: a workload of that name is already registered.
+    """
+    if workload.name in _registry:
+        raise ValueError(f"a workload named {workload.name!r} is already registered")
+    _registry[workload.name] = workload
+    return workload
+
+
+# --------------------------------------------------------------------------- laplacian
+
+
+@field_operator
+def laplacian(f: IJK) -> IJK:
+    return -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+
+
+@program
+def lap(inp: IJK, out: IJK):
+    laplacian(inp, out=out[1:-1, 1:-1, :])
+
+
+def lap_kernel(xp: Any, inp: Any) -> Any:
+    """The 5-point Laplacian on ``inp[1:-1, 1:-1, :]``."""
+    return (
+        -4.0 * inp[1:-1, 1:-1]
+        + inp[2:, 1:-1]
+        + inp[:-2, 1:-1]
+        + inp[1:-1, 2:]
+        + inp[1:-1, :-2]
+    )
+
+
+register(Workload("laplacian", lap, lap_kernel, halo=1))
+
+
+# --------------------------------------------------------------------------- hdiff
+
+
+@field_operator
+def horizontal_diffusion(inp: IJK, coeff: float64) -> IJK:
+    lap = 4.0 * inp - (inp(I - 1) + inp(I + 1) + inp(J - 1) + inp(J + 1))
+    flx = lap(I + 1) - lap
+    flx = where(flx * (inp(I + 1) - inp) > 0.0, 0.0, flx)
+    fly = lap(J + 1) - lap
+    fly = where(fly * (inp(J + 1) - inp) > 0.0, 0.0, fly)
+    return inp - coeff * (flx - flx(I - 1) + fly - fly(J - 1))
+
+
+@program
+def hdiff(inp: IJK, coeff: float64, out: IJK):
+    horizontal_diffusion(inp, coeff, out=out[2:-2, 2:-2, :])
+
+
+def hdiff_kernel(xp: Any, inp: Any, coeff: float) -> Any:
+    """COSMO horizontal diffusion on ``inp[2:-2, 2:-2, :]``, with flux limiting."""
+    # lap on [1:-1, 1:-1]: one point wider than the output on each side.
+    lap = 4.0 * inp[1:-1, 1:-1] - (
+        inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:]
+    )
+    # flx on I in [1:-2] (of the full grid), J in [2:-2]; fly on I in [2:-2], J in [1:-2].
+    flx = lap[1:, 1:-1] - lap[:-1, 1:-1]
+    flx = xp.where(flx * (inp[2:-1, 2:-2] - inp[1:-2, 2:-2]) > 0.0, 0.0, flx)
+    fly = lap[1:-1, 1:] - lap[1:-1, :-1]
+    fly = xp.where(fly * (inp[2:-2, 2:-1] - inp[2:-2, 1:-2]) > 0.0, 0.0, fly)
+    return inp[2:-2, 2:-2] - coeff * (flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
+
+
+register(Workload("hdiff", hdiff, hdiff_kernel, halo=2, scalars={"coeff": 0.025}))

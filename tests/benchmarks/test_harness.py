@@ -1,0 +1,159 @@
+"""The benchmark harness: the ``--quick`` smoke run CI relies on, and ``--compare``.
+
+One ``python -m benchmarks --quick`` subprocess (module-scoped, a few seconds) backs the JSON
+checks; the other tests call the harness's pieces in-process on the small grid.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# `benchmarks` lives at the project root, next to `src/`, and is not installed.
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+import backends  # noqa: E402
+from backends import EmbeddedBackend  # noqa: E402
+from benchmarks import workloads  # noqa: E402
+from benchmarks.__main__ import main  # noqa: E402
+from benchmarks.comparison import compare, load_rows  # noqa: E402
+from benchmarks.measure import measure_backend  # noqa: E402
+from benchmarks.results import FAILED, OK, Row  # noqa: E402
+
+TIMED_FIELDS = ("median", "minimum", "maximum")
+
+
+def _row(backend: str, median: float, status: str = OK, size: str = "small") -> Row:
+    return Row("laplacian", size, (16, 16, 8), backend, "stencilforge", status, 32768,
+               median=median, minimum=median, maximum=median, samples=1)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    """A ``--quick`` run compared against a made-up earlier run where everything took 2 s."""
+    directory = tmp_path_factory.mktemp("bench")
+    old = directory / "old.json"
+    old_rows = [_row("embedded_numpy", 2.0, size=size).to_dict() for size in ("small", "large")]
+    old.write_text(json.dumps({"rows": old_rows}))
+    output = directory / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--output", str(output),
+         "--compare", str(old)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((output / "results.json").read_text()), output
+
+
+def test_quick_run_covers_every_available_backend_workload_and_size(quick_run):
+    data, _ = quick_run
+    found = {(r["backend"], r["workload"], r["size"]) for r in data["rows"]}
+    expected_backends = [*backends.available_backends(), "numpy"]
+    for backend in expected_backends:
+        for workload in workloads.WORKLOADS:
+            for size in workloads.SIZES:
+                assert (backend, workload, size) in found
+
+
+def test_quick_run_verifies_every_row_and_reports_positive_times(quick_run):
+    data, _ = quick_run
+    for row in data["rows"]:
+        assert row["status"] == OK, row
+        assert all(row[name] > 0 for name in TIMED_FIELDS), row
+        assert row["minimum"] <= row["median"] <= row["maximum"]
+        assert row["bytes_per_call"] > 0
+        assert row["copy_fraction"] > 0
+        assert row["ratio_to_numpy"] > 0
+
+
+def test_quick_run_header_describes_machine_limit_and_options(quick_run):
+    header = quick_run[0]["header"]
+    assert header["machine"]["cores"] >= 1
+    assert header["machine"]["numpy"] == np.__version__
+    assert header["copy_bandwidth"]["bytes_per_second"] > 0
+    assert header["options"]["quick"] is True
+    assert set(header["backends"]) == set(backends.available_backends())
+
+
+def test_quick_run_writes_csv_next_to_json(quick_run):
+    data, output = quick_run
+    lines = (output / "results.csv").read_text().splitlines()
+    assert len(lines) == 1 + len(data["rows"])
+
+
+def test_quick_run_compares_with_the_earlier_run(quick_run):
+    comparison = quick_run[0]["comparison"]
+    assert {(c["backend"], c["size"]) for c in comparison} == {
+        ("embedded_numpy", "small"), ("embedded_numpy", "large")
+    }
+    for c in comparison:
+        assert c["speedup"] == pytest.approx(2.0 / c["new_median"])
+
+
+def test_compare_pairs_rows_by_key_and_divides_old_by_new():
+    old = [_row("a", 2.0), _row("b", 1.0), _row("gone", 1.0), _row("c", 1.0, status=FAILED)]
+    new = [_row("a", 1.0), _row("b", 4.0), _row("c", 1.0), _row("new", 1.0)]
+    result = {c.backend: c.speedup for c in compare(old, new)}
+    assert result == {"a": 2.0, "b": 0.25}
+
+
+def test_compare_rejects_a_file_that_is_not_a_results_file(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"something": 1}))
+    with pytest.raises(ValueError, match="rows"):
+        load_rows(path)
+
+
+def test_compare_reads_back_what_a_run_wrote(tmp_path):
+    rows = [_row("a", 2.0), _row("b", 3.0)]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"rows": [r.to_dict() for r in rows]}))
+    assert load_rows(path) == rows
+
+
+def test_unknown_backend_is_an_error_naming_the_available_ones(capsys):
+    assert main(["--backends", "no_such_backend", "--output", "unused"]) == 2
+    assert "embedded_numpy" in capsys.readouterr().err
+
+
+class _WrongResultBackend(EmbeddedBackend):
+    """Runs the definition, then spoils one output value: a backend with a bug."""
+
+    def load_program(self, definition, args):
+        run = super().load_program(definition, args)
+
+        def spoiled(*call_args):
+            result = run(*call_args)
+            call_args[-1][5, 5, 0] += 1.0
+            return result
+
+        return spoiled
+
+
+class _PretendCompiledBackend(EmbeddedBackend):
+    """An embedded backend that says it is compiled, so ``prog.compile`` takes its path."""
+
+    is_embedded = False
+
+
+def test_a_backend_with_a_wrong_result_is_failed_and_not_timed():
+    backend = _WrongResultBackend("wrong", np)
+    row = measure_backend(workloads.WORKLOADS["laplacian"], "small", "wrong", backend, 3)
+    assert row.status == FAILED
+    assert "differs from NumPy" in row.message
+    assert row.median is None
+
+
+def test_a_compiled_backend_is_compiled_first_and_its_direct_call_timed():
+    backend = _PretendCompiledBackend("pretend", np)
+    row = measure_backend(workloads.WORKLOADS["hdiff"], "small", "pretend", backend, 3)
+    assert row.status == OK, row.message
+    assert row.compile_seconds is not None and row.compile_seconds > 0
+    assert row.direct_call_seconds is not None and row.direct_call_seconds > 0
