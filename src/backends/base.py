@@ -7,6 +7,7 @@ identity and the Python definition runs directly on arrays of an array-API names
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from types import ModuleType
 from typing import Any, cast
@@ -16,12 +17,13 @@ import attrs
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.c.loading import DamagedArtifactError
+from backends.cache import dump_directory
 from backends.embedded import EmbeddedExecutable
 from pipeline import CompilePipeline, identity
 from pipeline.arguments import ArgumentChecker
 from pipeline.frontend.step import frontend_in_memory
 from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
-from pipeline.workflow import step_name
+from pipeline.workflow import StageDump, step_name, subscribe
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend"]
 
@@ -160,11 +162,13 @@ class CompiledBackend(Backend):
         validated) is rebuilt once, with a logged warning.
         """
         specialized = self._specialized(definition, args)
-        try:
-            return self.pipeline(specialized)  # type: ignore[no-any-return]
-        except DamagedArtifactError as error:
-            _log.warning("%s; rebuilding %s", error, definition.name)
-            return self.pipeline(specialized)  # type: ignore[no-any-return]
+        dump = dump_directory()
+        with subscribe(StageDump(dump)) if dump is not None else contextlib.nullcontext():
+            try:
+                return self.pipeline(specialized)  # type: ignore[no-any-return]
+            except DamagedArtifactError as error:
+                _log.warning("%s; rebuilding %s", error, definition.name)
+                return self.pipeline(specialized)  # type: ignore[no-any-return]
 
     def translate_program(
         self, definition: ProgramDefinition, args: tuple[Any, ...]

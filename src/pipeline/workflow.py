@@ -7,9 +7,11 @@ frozen attrs classes, so ``attrs.evolve(step, option=...)`` makes a variant. A
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -19,6 +21,7 @@ from pipeline.stages import SourceFormat
 
 __all__ = [
     "CompilePipeline",
+    "StageDump",
     "StageEvent",
     "StageSubscription",
     "Step",
@@ -127,6 +130,29 @@ def subscribe(callback: Callable[[StageEvent], None]) -> StageSubscription:
         _next_token += 1
         _subscribers[_next_token] = callback
         return StageSubscription(_next_token)
+
+
+@attrs.define
+class StageDump:
+    """A stage-event callback that writes every artifact to ``directory``, one file each.
+
+    Files are numbered in order: ``0001-frontend-<step>.txt``; text artifacts (generated
+    source, IR) are written as text, others as their ``repr``.
+    """
+
+    directory: Path
+    count: int = 0
+
+    def __call__(self, event: StageEvent) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.count += 1
+        artifact = event.artifact
+        text = getattr(artifact, "text", None)
+        ir = getattr(artifact, "ir", None)
+        body = text if isinstance(text, str) else str(ir) if ir is not None else repr(artifact)
+        safe_step = "".join(c if c.isalnum() or c in "._" else "_" for c in event.step)
+        name = f"{os.getpid()}-{self.count:04d}-{event.stage}-{safe_step}.txt"
+        (self.directory / name).write_text(body)
 
 
 def _emit(stage: str, step: object, artifact: object, seconds: float) -> None:

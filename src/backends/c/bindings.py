@@ -205,9 +205,7 @@ def generate_module(
         _HELPERS,
     ]
     out.extend(code.text for _, code in stencils)
-    out.append(
-        "static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {"
-    )
+    out.append("static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {")
     out.append("    (void)self;")
     out.append(f"    if (nargs != {len(program.params)}) Py_RETURN_NOTIMPLEMENTED;")
     out.append("    sf_args a;")

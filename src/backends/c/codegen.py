@@ -148,7 +148,7 @@ class _Body:
             case BinaryOp(op=op, left=left, right=right):
                 return self._binary(op, left, right, shift, dtype)
             case Call(function="where", args=(cond, a, b)):
-                c = self._typed(cond, shift, bool_)
+                c = self._condition(cond, shift)
                 return self.let(
                     ctype, f"{c} ? {self._typed(a, shift, dtype)} : {self._typed(b, shift, dtype)}"
                 )
@@ -174,6 +174,21 @@ class _Body:
                 assert value.type is not None
                 return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
         raise NotImplementedError(f"no C translation for {expr!r}")
+
+    def _condition(self, cond: Expr, shift: Offsets) -> str:
+        """A select's condition; a comparison stays inline, so the compiler can keep the
+        mask at the width of the compared values instead of narrowing it to a byte."""
+        if (
+            isinstance(cond, BinaryOp)
+            and cond.op in _COMPARISONS
+            and (cond, shift) not in self.memo
+        ):
+            assert cond.left.type is not None and cond.right.type is not None
+            operand = promote(cond.left.type, cond.right.type, cond.op, None)[0]
+            x = self._typed(cond.left, shift, operand)
+            y = self._typed(cond.right, shift, operand)
+            return f"({x} {cond.op} {y})"
+        return f"({self._typed(cond, shift, bool_)})"
 
     def _binary(
         self, op: str, left: Expr, right: Expr, shift: Offsets, dtype: np.dtype[Any]
