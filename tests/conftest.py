@@ -44,5 +44,5 @@ def pytest_configure(config: pytest.Config) -> None:
     import os  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
-    if "STENCILFORGE_CACHE_DIR" not in os.environ or not os.environ.get("STENCILFORGE_KEEP_TEST_CACHE"):
+    if not os.environ.get("STENCILFORGE_KEEP_TEST_CACHE"):
         os.environ["STENCILFORGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="stencilforge-test-cache-")
