@@ -325,89 +325,128 @@ class _StencilGenerator:
         return lines
 
     def generate(self) -> StencilCode:
+        """Two functions: ``<name>_tile`` computes one tile (temporaries, then outputs);
+        ``<name>`` allocates the temporaries and hands out the tiles, on OpenMP threads when
+        the domain is large enough. The tile body exists once, so the compiler optimizes
+        (and the build pays for) it once."""
         dims = self.dims
-        outer = dims[:-1]
-        tiles = {d: 1 for d in outer}
+        outer, inner = dims[:-1], dims[-1]
+        tiles = dict.fromkeys(outer, 1)
         for d, size in zip(reversed(outer), reversed(self.tile_sizes), strict=False):
             tiles[d] = size
         name = f"sf_stencil_{self.index}"
+        temps = list(self.temporaries.values())
+        temp_params = "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
+        temp_args = "".join(f", t_{t.name}" for t in temps)
         lines = [
-            f"static int {name}(const sf_args* restrict a, const int64_t* lo, const int64_t* hi) {{"
+            f"__attribute__((noinline)) static void {name}_tile(const sf_args* restrict a, "
+            "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
+            f"const int64_t* te{temp_params}) {{",
         ]
         lines += [
             f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
         ]
+        lines += [
+            f"    const int64_t tb_{d} = tb[{i}], te_{d} = te[{i}];" for i, d in enumerate(outer)
+        ]
         lines += self._unpack()
-        points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
-        lines.append("    int failed = 0;")
-        # Small domains skip OpenMP entirely: entering a parallel region costs more than
-        # a small stencil.
-        lines.append(f"    if ({points} >= {self.parallel_min_points}) {{")
-        lines.append("    #pragma omp parallel")
-        lines += self._block({d: str(size) for d, size in tiles.items()}, parallel=True)
-        lines.append("    } else {")
-        # One thread: the whole domain is one tile (small domains fit in cache anyway).
-        lines += self._block({d: f"(hi_{d} - lo_{d})" for d in tiles}, parallel=False)
-        lines.append("    }")
-        lines.append("    return failed ? -1 : 0;")
-        lines.append("}")
-        return StencilCode(name, "\n".join(lines), dims)
-
-    def _block(self, tiles: Mapping[str, str], *, parallel: bool) -> list[str]:
-        """Allocate the temporaries, then compute every tile (OpenMP-shared when parallel)."""
-        dims = self.dims
-        outer, inner = dims[:-1], dims[-1]
-        lines = ["    {"]
-        for temp in self.temporaries.values():
-            lower, upper = temp.extent[inner]
-            span = " * ".join(
-                [f"({tiles[d]} + {temp.extent[d][1] - temp.extent[d][0]})" for d in outer]
-                + [f"(hi_{inner} - lo_{inner} + {upper - lower})"]
-            )
-            lines.append(
-                f"        {temp.ctype}* t_{temp.name} = ({temp.ctype}*)malloc(sizeof({temp.ctype}) * {span});"
-            )
-            lines.append(f"        if (!t_{temp.name}) {{ failed = 1; }}")
-            for d in dims:
+        for temp in temps:
+            for i, d in enumerate(dims):
                 grow = temp.extent[d][1] - temp.extent[d][0]
-                width = f"(hi_{d} - lo_{d} + {grow})" if d == inner else f"({tiles[d]} + {grow})"
+                width = f"(hi_{d} - lo_{d} + {grow})" if d == inner else f"(tile[{i}] + {grow})"
                 lines.append(
-                    f"        const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};"
+                    f"    const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};"
                 )
-        check = " && ".join(f"t_{t}" for t in self.temporaries) or "1"
-        lines.append(f"        if ({check}) {{")
-        if outer and parallel:
-            lines.append(f"        #pragma omp for collapse({len(outer)}) schedule(static)")
-        indent = "        "
-        for d in outer:
-            lines.append(
-                f"{indent}for (int64_t tb_{d} = lo_{d}; tb_{d} < hi_{d}; tb_{d} += {tiles[d]}) {{"
-            )
-            indent += "    "
-        for d in outer:
-            lines.append(
-                f"{indent}const int64_t te_{d} = tb_{d} + {tiles[d]} < hi_{d} ? tb_{d} + {tiles[d]} : hi_{d};"
-            )
         block_lo = {d: f"tb_{d}" for d in outer} | {inner: f"lo_{inner}"}
         block_hi = {d: f"te_{d}" for d in outer} | {inner: f"hi_{inner}"}
-        for temp in self.temporaries.values():
+        for temp in temps:
             for d in dims:
                 lines.append(
-                    f"{indent}const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
+                    f"    const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
                 )
             ranges = {
                 d: (f"{block_lo[d]} + {temp.extent[d][0]}", f"{block_hi[d]} + {temp.extent[d][1]}")
                 for d in dims
             }
-            lines += self._loop_nest(ranges, indent, self._temporary_store(temp))
-        ranges = {d: (block_lo[d], block_hi[d]) for d in dims}
-        lines += self._loop_nest(ranges, indent, self._store_outputs)
+            lines += self._loop_nest(ranges, "    ", self._temporary_store(temp))
+        lines += self._loop_nest(
+            {d: (block_lo[d], block_hi[d]) for d in dims}, "    ", self._store_outputs
+        )
+        lines.append("}")
+
+        n_outer = max(1, len(outer))
+        points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
+        lines.append(
+            f"static int {name}(const sf_args* restrict a, const int64_t* lo, const int64_t* hi) {{"
+        )
+        lines += [
+            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
+        ]
+        lines.append("    int failed = 0;")
+        # Small domains skip OpenMP: entering a parallel region costs more than a small
+        # stencil, and one tile covering the whole domain fits in cache anyway.
+        lines.append(f"    if ({points} >= {self.parallel_min_points}) {{")
+        sizes = ", ".join(str(tiles[d]) for d in outer) or "1"
+        lines.append(f"        const int64_t tile[{n_outer}] = {{{sizes}}};")
+        lines.append("        #pragma omp parallel")
+        lines.append("        {")
+        lines += self._allocate(temps, "            ")
+        lines.append(f"            if ({' && '.join(f't_{t.name}' for t in temps) or '1'}) {{")
+        if outer:
+            lines.append(f"            #pragma omp for collapse({len(outer)}) schedule(static)")
+        indent = "            "
+        for i, d in enumerate(outer):
+            lines.append(
+                f"{indent}for (int64_t tb_{d} = lo_{d}; tb_{d} < hi_{d}; tb_{d} += tile[{i}]) {{"
+            )
+            indent += "    "
+        starts = ", ".join(f"tb_{d}" for d in outer) or "0"
+        ends = (
+            ", ".join(
+                f"(tb_{d} + tile[{i}] < hi_{d} ? tb_{d} + tile[{i}] : hi_{d})"
+                for i, d in enumerate(outer)
+            )
+            or "0"
+        )
+        lines.append(
+            f"{indent}const int64_t tb[{n_outer}] = {{{starts}}}, te[{n_outer}] = {{{ends}}};"
+        )
+        lines.append(f"{indent}{name}_tile(a, lo, hi, tile, tb, te{temp_args});")
         for _ in outer:
             indent = indent[:-4]
             lines.append(f"{indent}}}")
+        lines.append("            } else { failed = 1; }")
+        lines += [f"            free(t_{t.name});" for t in temps]
         lines.append("        }")
-        lines += [f"        free(t_{temp});" for temp in self.temporaries]
+        lines.append("    } else {")
+        whole = ", ".join(f"hi_{d} - lo_{d}" for d in outer) or "1"
+        lines.append(f"        const int64_t tile[{n_outer}] = {{{whole}}};")
+        lines += self._allocate(temps, "        ")
+        lines.append(f"        if ({' && '.join(f't_{t.name}' for t in temps) or '1'}) {{")
+        lines.append(f"            {name}_tile(a, lo, hi, tile, lo, hi{temp_args});")
+        lines.append("        } else { failed = 1; }")
+        lines += [f"        free(t_{t.name});" for t in temps]
         lines.append("    }")
+        lines.append("    return failed ? -1 : 0;")
+        lines.append("}")
+        return StencilCode(name, "\n".join(lines), dims)
+
+    def _allocate(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
+        """Per-thread buffers of the temporaries, sized for one tile plus its extent."""
+        outer, inner = self.dims[:-1], self.dims[-1]
+        lines = []
+        for temp in temps:
+            lower, upper = temp.extent[inner]
+            span = " * ".join(
+                [
+                    f"(tile[{i}] + {temp.extent[d][1] - temp.extent[d][0]})"
+                    for i, d in enumerate(outer)
+                ]
+                + [f"(hi_{inner} - lo_{inner} + {upper - lower})"]
+            )
+            lines.append(
+                f"{indent}{temp.ctype}* t_{temp.name} = ({temp.ctype}*)malloc(sizeof({temp.ctype}) * {span});"
+            )
         return lines
 
     def _temporary_store(self, temp: _Temporary) -> Any:
