@@ -91,6 +91,21 @@ class _Encoder:
         self._hash.update(tag.encode() + b":" + struct.pack("<Q", len(payload)) + payload)
 
     def _encode(self, value: object) -> None:
+        # Leaves of the exact built-in types need no cycle tracking and no dispatch chain;
+        # they are most of what artifacts contain.
+        exact = type(value)
+        if exact is str:
+            self._tag("str", value.encode("utf-8", "surrogatepass"))  # type: ignore[attr-defined]
+            return
+        if exact is int:
+            self._tag("int", str(value).encode())
+            return
+        if exact is bool:
+            self._tag("bool", b"1" if value else b"0")
+            return
+        if exact is float:
+            self._tag("float", _float_bytes(value))  # type: ignore[arg-type]
+            return
         key = id(value)
         if key in self._active:
             self._tag("backref", struct.pack("<Q", len(self._active) - self._active[key]))
@@ -148,9 +163,8 @@ class _Encoder:
             self._child("__fingerprint__()", value.__fingerprint__())
         elif attrs.has(type(value)):
             self._tag("attrs", _qualified_name(type(value)).encode())
-            for field in attrs.fields(cast(Any, type(value))):
-                if field.eq:
-                    self._child(field.name, getattr(value, field.name))
+            for name in _attrs_compared_fields(type(value)):
+                self._child(name, getattr(value, name))
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             self._tag("dataclass", _qualified_name(type(value)).encode())
             for field in dataclasses.fields(value):
@@ -211,11 +225,10 @@ class _Encoder:
         self._child("co_consts", tuple(code.co_consts))
 
     def _child(self, label: str, value: object) -> None:
+        # The path is only read when an error is raised; push it cheaply and pop on success.
         self._path.append(label)
-        try:
-            self._encode(value)
-        finally:
-            self._path.pop()
+        self._encode(value)
+        self._path.pop()
 
     def _sub(self, value: object) -> str:
         encoder = _Encoder(self._strict)
@@ -234,6 +247,11 @@ class _Encoder:
 
     def _where(self) -> str:
         return "value" + "".join(f"[{p}]" for p in self._path) if self._path else "the top level"
+
+
+@functools.cache
+def _attrs_compared_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in attrs.fields(cast(Any, cls)) if f.eq)
 
 
 def _float_bytes(value: float) -> bytes:
