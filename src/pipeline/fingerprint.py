@@ -163,7 +163,7 @@ class _Encoder:
             self._child("__fingerprint__()", value.__fingerprint__())
         elif attrs.has(type(value)):
             self._tag("attrs", _qualified_name(type(value)).encode())
-            for name in _attrs_compared_fields(type(value)):
+            for name in _attrs_compared_fields(cast(Any, type(value))):
                 self._child(name, getattr(value, name))
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             self._tag("dataclass", _qualified_name(type(value)).encode())
