@@ -55,6 +55,36 @@ def _c_cpu() -> Backend:
     )
 
 
+def _dace_cpu() -> Backend:
+    _require("dace", "dace")
+    from backends.cache import cache_directory  # noqa: PLC0415
+    from backends.dace import dace_cpu_pipeline  # noqa: PLC0415  (only when first used)
+
+    # dace_cpu is c_cpu with translation, compilation and loading replaced: both share
+    # c_cpu's frontend step object.
+    base = __getattr__("c_cpu")
+    assert isinstance(base, CompiledBackend)
+    return CompiledBackend(
+        "dace_cpu", base.allocator, dace_cpu_pipeline(base.pipeline, cache_directory())
+    )
+
+
+def _dace_gpu() -> Backend:
+    _require("dace", "dace")
+    _require("cupy", "cuda")
+    import allocators  # noqa: PLC0415
+    from backends.cache import cache_directory  # noqa: PLC0415
+    from backends.dace import dace_gpu_pipeline  # noqa: PLC0415
+
+    base = __getattr__("dace_cpu")
+    assert isinstance(base, CompiledBackend)
+    return CompiledBackend(
+        "dace_gpu",
+        allocators.CuPyBufferAllocator(),
+        dace_gpu_pipeline(base.pipeline, cache_directory()),
+    )
+
+
 def _require(module: str, extra: str) -> object:
     try:
         return importlib.import_module(module)
@@ -72,9 +102,12 @@ _LAZY: dict[str, Callable[[], Backend]] = {
     "c_cpu": _c_cpu,
     "embedded_cupy": _embedded_cupy,
     "embedded_jax": _embedded_jax,
+    "dace_cpu": _dace_cpu,
+    "dace_gpu": _dace_gpu,
 }
 _created: dict[str, Backend] = {}
-_creation_lock = threading.Lock()
+# Re-entrant: creating dace_cpu creates c_cpu first, through the same path.
+_creation_lock = threading.RLock()
 
 
 def __getattr__(name: str) -> Backend:

@@ -20,7 +20,7 @@ from backends.c.loading import DamagedArtifactError
 from backends.cache import dump_directory
 from backends.embedded import EmbeddedExecutable
 from pipeline import CompilePipeline, identity
-from pipeline.arguments import ArgumentChecker
+from pipeline.arguments import ArgumentChecker, bind_arguments
 from pipeline.frontend.step import frontend_in_memory
 from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
 from pipeline.workflow import StageDump, step_name, subscribe
@@ -151,6 +151,19 @@ class CompiledBackend(Backend):
     def _specialized(
         self, definition: ProgramDefinition, args: tuple[Any, ...]
     ) -> ProgramDefinition:
+        """``definition`` with the compile-time arguments of ``args``.
+
+        Without arguments (``translate()`` for inspection) nothing is specialized and every
+        field is assumed contiguous in its last dimension.
+
+        Raises:
+            ArgumentError: the number of arguments does not match the parameters.
+        """
+        if not args:
+            return definition
+        parameters = self.frontend_program(definition).ir.params
+        if len(args) != len(parameters):
+            bind_arguments(definition.name, [p.name for p in parameters], args, {})
         return attrs.evolve(
             definition, compile_time_args=(("unit_stride", self.dispatch_key(args)),)
         )

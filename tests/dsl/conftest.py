@@ -208,3 +208,25 @@ def run_program() -> Callable[..., dict[str | int, Any]]:
 def bind_program() -> Callable[[Any, Any], Any]:
     """``bind_program(program, backend)``: the program on that backend (cached)."""
     return bind
+
+
+# DaCe compiles take seconds: by default its run of the DSL tests is this representative
+# subset of the corpus (every kind of construct at least once: shifts, temporaries, where,
+# integer NumPy semantics, tuples, broadcasting, several calls, scalars); the rest of the
+# DSL tests on DaCe backends carry the `slow` marker (`pytest -m slow` runs them; CI runs all).
+DACE_REPRESENTATIVE_CASES = frozenset({
+    "laplacian", "hdiff", "int32_floor_divide_negative_operands", "int64_remainder_negative_operands",
+    "where_nested", "tuple_return_mixed_dtypes_shifted", "broadcast_shifted_ij_field",
+    "two_calls_through_a_temporary", "shifted_locals_in_j_and_k", "scalar_bool_parameter_inverted",
+    "builtins_float32", "astype_float64_to_int32_truncates",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "dace" not in str(callspec.params.get("dsl_backend", "")):
+            continue
+        case = callspec.params.get("case")
+        if getattr(case, "name", None) not in DACE_REPRESENTATIVE_CASES:
+            item.add_marker(pytest.mark.slow)

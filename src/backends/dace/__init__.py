@@ -1,0 +1,95 @@
+"""The DaCe backends: the ``c_cpu`` pipeline with an SDFG translation, compilation, loading.
+
+``dace_cpu_pipeline(base, cache_directory)`` replaces the translation, compilation and loading
+of a pipeline (``c_cpu``'s) and keeps its frontend step object, so both backends parse a
+definition once. ``backends.dace_cpu`` and ``backends.dace_gpu`` are the named instances.
+Importing this package does not import DaCe; running a step does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from allocators import DeviceType
+from backends.c.loading import DamagedArtifactError
+from backends.dace.compilation import (
+    SDFGCompilation,
+    SDFGCompilationError,
+    sdfg_artifact_is_intact,
+)
+from backends.dace.loading import SDFGProgram, load_sdfg, load_sdfg_gpu
+from backends.dace.translation import SDFG_CPU, SDFG_CUDA, SDFGTranslation
+from pipeline.caching import CachedStep
+from pipeline.workflow import CompilePipeline
+
+__all__ = [
+    "SDFG_CPU",
+    "SDFG_CUDA",
+    "DamagedArtifactError",
+    "SDFGCompilation",
+    "SDFGCompilationError",
+    "SDFGProgram",
+    "SDFGTranslation",
+    "dace_cpu_pipeline",
+    "dace_gpu_pipeline",
+    "load_sdfg",
+    "load_sdfg_gpu",
+]
+
+
+def _sdfg_pipeline(
+    base: CompilePipeline[Any, Any, Any, Any, Any],
+    cache_directory: Path,
+    translation: SDFGTranslation,
+    compilation: SDFGCompilation,
+    loading: Any,
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
+    return attrs.evolve(
+        base,
+        translation=CachedStep.on_disk(translation, directory=cache_directory / "translations"),
+        compilation=CachedStep.on_disk(
+            compilation, directory=cache_directory / "artifacts", validate=sdfg_artifact_is_intact
+        ),
+        loading=loading,
+    )
+
+
+def dace_cpu_pipeline(
+    base: CompilePipeline[Any, Any, Any, Any, Any],
+    cache_directory: Path,
+    *,
+    translation: SDFGTranslation | None = None,
+    compilation: SDFGCompilation | None = None,
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
+    """``base`` (``c_cpu``'s pipeline) with SDFG translation, compilation and loading.
+
+    Translation and compilation are cached on disk under ``cache_directory`` (DaCe's build
+    folders under ``cache_directory / "dace"``); the frontend step object is ``base``'s.
+    """
+    return _sdfg_pipeline(
+        base,
+        cache_directory,
+        translation or SDFGTranslation(),
+        compilation or SDFGCompilation(str(cache_directory / "dace")),
+        load_sdfg,
+    )
+
+
+def dace_gpu_pipeline(
+    base: CompilePipeline[Any, Any, Any, Any, Any],
+    cache_directory: Path,
+    *,
+    translation: SDFGTranslation | None = None,
+    compilation: SDFGCompilation | None = None,
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
+    """Like ``dace_cpu_pipeline``, for CUDA: GPU maps over ``GPU_Global`` (CuPy) arrays."""
+    return _sdfg_pipeline(
+        base,
+        cache_directory,
+        translation or SDFGTranslation(device_type=DeviceType.CUDA),
+        compilation or SDFGCompilation(str(cache_directory / "dace"), device_type=DeviceType.CUDA),
+        load_sdfg_gpu,
+    )

@@ -1,0 +1,219 @@
+"""The SDFG compilation step: ``ProgramSource`` (SDFG JSON) -> ``CompiledArtifact``.
+
+DaCe builds the SDFG (code generation, CMake, the C++ compiler) in a fresh temporary folder
+inside our build cache; the finished folder (the program library and DaCe's stub library) is
+published with one atomic ``os.replace`` into ``builds/`` under a name derived from everything
+that determines it, after a completion marker with the content hash was written into it. A
+build killed at any moment leaves at most a stale temporary folder (swept later), never a
+published folder that loads wrong.
+
+DaCe's own caches are pointed inside our cache directory too: the build folder, and the
+machine-wide build cache (precompiled header, CMake configure results, recorded build
+commands), which DaCe 2.0 otherwise keeps under ``/dev/shm``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+from allocators import DeviceType
+from backends.c.compilation import compiler_identity
+from backends.dace.translation import SDFG_CPU, SDFG_CUDA, _dace_version
+from pipeline.caching import package_version
+from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
+from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
+
+__all__ = [
+    "COMPLETE_MARKER",
+    "SDFGCompilation",
+    "SDFGCompilationError",
+    "artifact_files",
+    "artifact_hash",
+    "sdfg_artifact_is_intact",
+]
+
+_log = logging.getLogger(__name__)
+_STALE_SECONDS = 3600.0
+COMPLETE_MARKER = "COMPLETE"
+_BUILD_CACHE_VARIABLE = "DACE_BUILD_CACHE_DIR"
+# DaCe's configuration and the build-cache variable are process-wide: builds take turns.
+_config_lock = threading.RLock()
+
+
+class SDFGCompilationError(RuntimeError):
+    """DaCe failed to build an SDFG; the message says where its build folder was kept."""
+
+
+def _default_cpu_args() -> str:
+    # DaCe's default flags add -freciprocal-math and -fno-signed-zeros, which change results
+    # against NumPy; -ffp-contract=off keeps fused multiply-adds out, as in c_cpu.
+    return (
+        "-march=native -fno-math-errno -ffp-contract=off "
+        "-Wno-unused-parameter -Wno-unused-label -Wno-unused-variable"
+    )
+
+
+@attrs.frozen
+class SDFGCompilation:
+    """Build an SDFG with DaCe into the build cache.
+
+    Attributes:
+        build_directory: our part of the build cache (``builds/``, ``tmp/`` and DaCe's
+            machine-wide ``shared/`` build cache live inside).
+        device_type: CPU, or CUDA for SDFGs made by the GPU translation.
+        build_type: CMake build type (DaCe's sole source of the optimization level).
+        cpu_args: C++ compiler flags on top of the build type.
+    """
+
+    build_directory: str
+    device_type: DeviceType = DeviceType.CPU
+    build_type: str = "Release"
+    cpu_args: str = attrs.field(factory=_default_cpu_args)
+
+    @property
+    def accepts(self) -> SourceFormat:
+        """``sdfg`` for the compilation's device type."""
+        return SDFG_CPU if self.device_type == DeviceType.CPU else SDFG_CUDA
+
+    def __fingerprint__(self) -> object:
+        return (
+            self.build_directory,
+            self.device_type.name,
+            self.build_type,
+            self.cpu_args,
+            compiler_identity(os.environ.get("CXX") or "c++"),
+            _dace_version(),
+            package_version(),
+            source_digest(sys.modules[__name__]),
+        )
+
+    def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
+        root = Path(self.build_directory)
+        builds, scratch, shared = root / "builds", root / "tmp", root / "shared"
+        for directory in (builds, scratch, shared):
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _sweep_stale(scratch)
+        key = fingerprint((self, source.text))[:24]
+        target = builds / f"{source.entry_point}.{key}"
+        existing = _published(target, source)
+        if existing is not None:
+            return existing  # built by another process whose cache entry we do not see
+        workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
+        folder = workdir / source.entry_point
+        self._build(source, folder, shared)
+        library, stub = artifact_files(folder, source.entry_point)
+        content_hash = artifact_hash(library, stub)
+        _keep_only(folder, {library.name, stub.name})
+        (folder / COMPLETE_MARKER).write_text(content_hash)
+        try:
+            os.replace(folder, target)  # the publish: atomic on one filesystem
+        except OSError:
+            # Another process published the same build meanwhile; keep the intact one.
+            if _published(target, source) is None:
+                shutil.rmtree(target, ignore_errors=True)
+                os.replace(folder, target)
+        shutil.rmtree(workdir, ignore_errors=True)
+        library, _ = artifact_files(target, source.entry_point)
+        return CompiledArtifact(str(library), content_hash, source.entry_point, source)
+
+    def _build(self, source: ProgramSource, folder: Path, shared: Path) -> None:
+        import dace  # noqa: PLC0415  (optional package)
+        from dace.config import Config, temporary_config  # noqa: PLC0415
+
+        sdfg = dace.SDFG.from_json(json.loads(source.text))
+        sdfg.build_folder = str(folder)
+        with _config_lock, temporary_config(), _environment(_BUILD_CACHE_VARIABLE, str(shared)):
+            Config.set("compiler", "build_folder_mode", value="production")
+            Config.set("compiler", "use_cache", value=False)
+            Config.set("compiler", "build_type", value=self.build_type)
+            Config.set("compiler", "cpu", "args", value=self.cpu_args)
+            Config.set("default_build_folder", value=str(folder.parent))
+            try:
+                sdfg.compile(validate=False, return_program_handle=False)
+            except Exception as error:
+                raise SDFGCompilationError(
+                    f"DaCe could not build {source.entry_point} ({type(error).__name__}: "
+                    f"{error}); its build folder is kept in {folder}"
+                ) from error
+
+
+def artifact_files(folder: Path, entry_point: str) -> tuple[Path, Path]:
+    """The program library and DaCe's stub library of a build folder (production mode)."""
+    return folder / f"lib{entry_point}.so", folder / f"libdacestub_{entry_point}.so"
+
+
+def artifact_hash(library: Path, stub: Path) -> str:
+    """The content hash of a build: SHA-256 of the library and of the stub, joined."""
+    return f"{fingerprint_bytes(library.read_bytes())}:{fingerprint_bytes(stub.read_bytes())}"
+
+
+def sdfg_artifact_is_intact(artifact: CompiledArtifact) -> bool:
+    """Whether the published build still has its completion marker and the bytes recorded
+    at publish time (the ``validate`` of the cached compilation step)."""
+    library = Path(artifact.path)
+    folder = library.parent
+    try:
+        marker = (folder / COMPLETE_MARKER).read_text()
+        files = artifact_files(folder, artifact.entry_point)
+        return marker == artifact.content_hash and artifact_hash(*files) == artifact.content_hash
+    except OSError:
+        return False
+
+
+def _published(target: Path, source: ProgramSource) -> CompiledArtifact | None:
+    """The artifact of an intact published build at ``target``, or None."""
+    library, stub = artifact_files(target, source.entry_point)
+    try:
+        marker = (target / COMPLETE_MARKER).read_text()
+        if artifact_hash(library, stub) != marker:
+            return None
+    except OSError:
+        return None
+    return CompiledArtifact(str(library), marker, source.entry_point, source)
+
+
+def _keep_only(folder: Path, names: set[str]) -> None:
+    """Drop what a production build folder has besides the libraries (mode files, tags)."""
+    for entry in folder.iterdir():
+        if entry.name in names:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def _sweep_stale(scratch: Path) -> None:
+    """Remove build folders left by killed builds (older than an hour)."""
+    now = time.time()
+    for entry in scratch.iterdir():
+        try:
+            if now - entry.stat().st_mtime > _STALE_SECONDS:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue

@@ -1,0 +1,269 @@
+"""The SDFG loading step: ``CompiledArtifact -> SDFGProgram`` (a built SDFG, callable).
+
+Loading never compiles: the SDFG is rebuilt from the JSON the artifact carries and bound to
+the published library through DaCe's ``get_program_handle``. A library is loaded once per
+process (DaCe refuses, or copies the file, when one path is loaded twice).
+
+Calls: the full path (``SDFGProgram.__call__``) runs the shared ``ArgumentChecker`` (the same
+errors as every other backend), then builds DaCe's argument vector (pointers, sizes, strides,
+domains and the mode of each stencil) and calls ``fast_call``. The vector is remembered per
+argument signature: ``fast_entry`` (what ``Program.__call__`` tries first) reuses it when the
+same arrays arrive again with unchanged shapes, strides and dtypes, and returns
+``NotImplemented`` otherwise, so the full path checks the new arguments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from allocators import DeviceType
+from backends.c.loading import DamagedArtifactError
+from backends.dace import naming
+from backends.dace.compilation import artifact_files, artifact_hash
+from backends.dace.naming import SDFGInterface
+from pipeline.arguments import ArgumentChecker, resolve_domain
+from pipeline.dsl.types import FieldType
+from pipeline.errors import ArgumentError
+from pipeline.stages import CompiledArtifact
+
+__all__ = ["SDFGProgram", "load_sdfg", "load_sdfg_gpu"]
+
+_CTYPES: dict[str, Any] = {
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "bool": ctypes.c_bool,
+}
+_MEMO_SIZE = 8
+
+# Libraries loaded in this process, by path and content hash (a documented registry: a
+# library cannot be loaded twice, and its handle stays valid for the life of the process).
+_loaded: dict[tuple[str, str], Any] = {}
+_loaded_lock = threading.Lock()
+
+
+class _Signature:
+    """A prepared argument vector and what it was prepared for."""
+
+    __slots__ = ("arrays", "callargs", "initargs", "scalars")
+
+    def __init__(
+        self,
+        arrays: tuple[tuple[int, Callable[[], Any], Any, Any, Any], ...],
+        scalars: tuple[tuple[int, Any], ...],
+        callargs: tuple[Any, ...],
+        initargs: tuple[Any, ...],
+    ) -> None:
+        #: per field argument: position, weak reference, shape, strides, dtype
+        self.arrays = arrays
+        #: per scalar argument: position, value
+        self.scalars = scalars
+        self.callargs = callargs
+        self.initargs = initargs
+
+
+class SDFGProgram:
+    """A loaded SDFG program.
+
+    ``fast_entry(*args)`` runs the program when ``args`` match a signature prepared by an
+    earlier full call (same array objects, shapes, strides, dtypes, scalar values), and
+    returns ``NotImplemented`` without touching memory otherwise. Calling the object checks
+    every argument (raising ``ArgumentError``/``DomainError`` like every backend), prepares
+    the signature and runs.
+    """
+
+    def __init__(
+        self, compiled: Any, interface: SDFGInterface, path: str, device_type: DeviceType
+    ) -> None:
+        self.compiled = compiled
+        self.interface = interface
+        self.checker = ArgumentChecker(interface.ir)
+        self.path = path
+        self.device_type = device_type
+        ir = interface.ir
+        self._fields = tuple(i for i, p in enumerate(ir.params) if isinstance(p.type, FieldType))
+        self._scalars = tuple(
+            i for i, p in enumerate(ir.params) if not isinstance(p.type, FieldType)
+        )
+        sdfg = compiled.sdfg
+        self._order: tuple[str, ...] = tuple(
+            sdfg.signature_arglist(with_types=False, arglist=sdfg.arglist())
+        )
+        free = set(map(str, sdfg.free_symbols))
+        self._init_positions = tuple(i for i, n in enumerate(self._order) if n in free)
+        self._unit = dict(interface.unit_stride)
+        self._memo: OrderedDict[tuple[int, ...], _Signature] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SDFGProgram({self.interface.ir.name}, {self.path!r})"
+
+    # -- the fast path ---------------------------------------------------------------------
+    def fast_entry(self, *args: Any) -> Any:
+        """Run with a prepared signature, or return ``NotImplemented``."""
+        signature = self._memo.get(tuple(map(id, args)))
+        if signature is None:
+            return NotImplemented
+        for position, ref, shape, strides, dtype in signature.arrays:
+            array = args[position]
+            if (
+                ref() is not array
+                or array.shape != shape
+                or array.strides != strides
+                or array.dtype != dtype
+            ):
+                return NotImplemented
+        for position, value in signature.scalars:
+            given = args[position]
+            if type(given) is not type(value) or given != value:
+                return NotImplemented
+        self.compiled.fast_call(signature.callargs, signature.initargs)
+        return None
+
+    # -- the full path ---------------------------------------------------------------------
+    def __call__(self, *args: Any) -> None:
+        self.checker.check(args, self.device_type)
+        signature = self._prepare(args)
+        self.compiled.fast_call(signature.callargs, signature.initargs)
+
+    def _prepare(self, args: Sequence[Any]) -> _Signature:
+        ir = self.interface.ir
+        values: dict[str, Any] = {}
+        for param, value in zip(ir.params, args, strict=True):
+            if not isinstance(param.type, FieldType):
+                values[naming.scalar(param.name)] = _CTYPES[param.type.dtype.name](value)
+                continue
+            itemsize = param.type.dtype.itemsize
+            shape, strides = tuple(value.shape), tuple(value.strides)
+            if self._unit.get(param.name, False) and shape[-1] > 1 and strides[-1] != itemsize:
+                raise ArgumentError(
+                    f"argument {param.name!r} of {ir.name}(): this executable was compiled "
+                    "for arrays whose last dimension is contiguous; call the program itself "
+                    "(it compiles a variant for other layouts)"
+                )
+            values[naming.array(param.name)] = ctypes.c_void_p(_data_pointer(value))
+            for axis, (n, s) in enumerate(zip(shape, strides, strict=True)):
+                values[naming.size(param.name, axis)] = n
+                values[naming.stride(param.name, axis)] = s // itemsize
+        shapes = {
+            p.name: tuple(v.shape)
+            for p, v in zip(ir.params, args, strict=True)
+            if isinstance(p.type, FieldType)
+        }
+        for index, (stencil, dims) in enumerate(
+            zip(ir.stencils, self.interface.iteration_dims, strict=True)
+        ):
+            target = stencil.outputs[0]
+            target_type = ir.param(target.name).type
+            assert isinstance(target_type, FieldType)
+            domain = dict(
+                zip(
+                    target_type.dim_names,
+                    resolve_domain(target.slices, shapes[target.name]),
+                    strict=True,
+                )
+            )
+            points = 1
+            for dim in dims:
+                low, high = domain[dim]
+                values[naming.domain_low(index, dim)] = low
+                values[naming.domain_high(index, dim)] = high
+                points *= high - low
+            if points == 0:
+                mode = naming.SKIP
+            elif self.device_type != DeviceType.CPU or points >= self.interface.parallel_min_points:
+                mode = naming.PARALLEL
+            else:
+                mode = naming.SEQUENTIAL
+            values[naming.mode(index)] = mode
+        callargs = tuple(
+            value if isinstance(value, ctypes._SimpleCData) else ctypes.c_int64(value)
+            for value in (values[name] for name in self._order)
+        )
+        initargs = tuple(callargs[i] for i in self._init_positions)
+        signature = _Signature(
+            tuple(
+                (i, _reference(args[i]), args[i].shape, args[i].strides, args[i].dtype)
+                for i in self._fields
+            ),
+            tuple((i, args[i]) for i in self._scalars),
+            callargs,
+            initargs,
+        )
+        with self._lock:
+            self._memo[tuple(map(id, args))] = signature
+            while len(self._memo) > _MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return signature
+
+
+def _reference(value: Any) -> Callable[[], Any]:
+    """A weak reference to ``value``: a signature must not keep the user's arrays alive.
+
+    An object without weak references gets one that never matches, so its signature is
+    used only by the call that prepared it (the call holds the arrays while it runs).
+    """
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return _never
+
+
+def _never() -> None:
+    return None
+
+
+def _data_pointer(array: Any) -> int:
+    if isinstance(array, np.ndarray):
+        return int(array.__array_interface__["data"][0])
+    cuda = getattr(array, "__cuda_array_interface__", None)
+    if cuda is not None:
+        return int(cuda["data"][0])
+    return int(array.__array_interface__["data"][0])
+
+
+def _load(artifact: CompiledArtifact, device_type: DeviceType) -> SDFGProgram:
+    library = Path(artifact.path)
+    library, stub = artifact_files(library.parent, artifact.entry_point)
+    try:
+        content_hash = artifact_hash(library, stub)
+    except OSError as error:
+        raise DamagedArtifactError(f"built SDFG {library} cannot be read: {error}") from error
+    if content_hash != artifact.content_hash:
+        raise DamagedArtifactError(f"built SDFG {library} does not match its recorded hash")
+    interface = artifact.source.metadata
+    key = (str(library), content_hash)
+    with _loaded_lock:
+        compiled = _loaded.get(key)
+        if compiled is None:
+            import dace  # noqa: PLC0415  (optional package)
+            from dace.codegen.compiler import get_program_handle  # noqa: PLC0415
+
+            sdfg = dace.SDFG.from_json(json.loads(artifact.source.text))
+            compiled = get_program_handle(library, sdfg, stub)
+            _loaded[key] = compiled
+    return SDFGProgram(compiled, interface, str(library), device_type)
+
+
+def load_sdfg(artifact: CompiledArtifact, /) -> SDFGProgram:
+    """Load a built CPU SDFG after checking its content hash; never compiles.
+
+    Raises:
+        DamagedArtifactError: the library or its stub is missing or changed since publish.
+    """
+    return _load(artifact, DeviceType.CPU)
+
+
+def load_sdfg_gpu(artifact: CompiledArtifact, /) -> SDFGProgram:
+    """Load a built CUDA SDFG (CuPy arguments) after checking its content hash."""
+    return _load(artifact, DeviceType.CUDA)

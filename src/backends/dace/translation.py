@@ -1,0 +1,376 @@
+"""The SDFG translation step: ``CompilableProgram -> ProgramSource`` (an SDFG as JSON).
+
+The SDFG is built with DaCe's graph API, not ``@dace.program``:
+
+- every field parameter is an array whose sizes and strides are symbols (a stride is the
+  constant 1 where the compile-time arguments say the last dimension is contiguous, so the
+  inner loop vectorizes); every scalar parameter is a scalar argument;
+- every stencil is one map over its output domain (symbols ``lo<k>_<dim>``/``hi<k>_<dim>``)
+  with one C++ tasklet; a local read at shifted positions becomes a transient array computed
+  by its own map over the domain plus the local's extent (``temporaries=False`` recomputes it
+  inline instead), like ``c_cpu``'s temporaries;
+- a symbol ``mode<k>`` per stencil skips it (empty domain), or picks a sequential or an
+  OpenMP-parallel copy of its maps (small domains run faster on one thread).
+
+The source text is the SDFG's JSON, so it is picklable and can live in the disk cache. The
+SDFG is named after the fingerprint of what determines it: DaCe keys its build folders and
+loaded libraries by SDFG name, and a changed program that kept its name would load a stale
+binary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Mapping
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+import attrs
+import numpy as np
+
+from allocators import DeviceType
+from backends.c.runtime import RUNTIME_C
+from backends.c.translation import unit_stride_flags
+from backends.dace import naming, tasklets
+from backends.dace.naming import SDFGInterface
+from backends.dace.tasklets import Offsets, TaskletBody
+from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.fingerprint import fingerprint, source_digest
+from pipeline.ir.nodes import FieldExtent, ProgramIR, Ref, Stencil
+from pipeline.passes.traversal import walk
+from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+
+__all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
+
+SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
+SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
+
+_GENERATOR_VERSION = source_digest(tasklets, naming, sys.modules[__name__])
+
+
+def _dace_version() -> str:
+    try:
+        return importlib_metadata.version("dace")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _dace() -> Any:
+    import dace  # noqa: PLC0415  (an optional package, imported when a translation runs)
+
+    return dace
+
+
+def _gpu_runtime() -> str:
+    """The NumPy-semantics helpers, callable from host and device code."""
+    return RUNTIME_C.replace("static inline", "static inline __host__ __device__")
+
+
+@attrs.frozen
+class SDFGTranslation:
+    """IR -> DaCe SDFG (serialized as JSON), for the CPU or, with DaCe's GPU transformation,
+    for CUDA.
+
+    Attributes:
+        temporaries: keep locals read at shifted positions in transient arrays (True) or
+            recompute them at every use (False).
+        parallel_min_points: CPU domains with fewer points run on one thread.
+        device_type: ``DeviceType.CPU`` (OpenMP maps) or ``DeviceType.CUDA`` (GPU kernels
+            over ``GPU_Global`` arrays, for CuPy arguments).
+    """
+
+    temporaries: bool = True
+    parallel_min_points: int = 32768
+    device_type: DeviceType = DeviceType.CPU
+
+    def __attrs_post_init__(self) -> None:
+        if self.device_type not in (DeviceType.CPU, DeviceType.CUDA):
+            raise ValueError(
+                f"SDFGTranslation generates code for CPU or CUDA, not {self.device_type.name}"
+            )
+
+    @property
+    def emits(self) -> SourceFormat:
+        """``sdfg`` for the translation's device type."""
+        return SDFG_CPU if self.device_type == DeviceType.CPU else SDFG_CUDA
+
+    def __fingerprint__(self) -> object:
+        return (
+            self.temporaries,
+            self.parallel_min_points,
+            self.device_type.name,
+            _GENERATOR_VERSION,
+            _dace_version(),
+        )
+
+    def __call__(self, program: CompilableProgram, /) -> ProgramSource:
+        ir: ProgramIR = program.ir
+        unit = unit_stride_flags(ir, dict(program.compile_time_args))
+        name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
+        sdfg, interface = build_sdfg(ir, name, unit, self)
+        text = json.dumps(sdfg.to_json(), sort_keys=True)
+        return ProgramSource(self.emits, text, name, metadata=interface)
+
+
+def build_sdfg(
+    ir: ProgramIR, name: str, unit_stride: Mapping[str, bool], options: SDFGTranslation
+) -> tuple[Any, SDFGInterface]:
+    """The SDFG called ``name`` for ``ir``, and the interface loading needs to call it."""
+    dace = _dace()
+    sdfg = dace.SDFG(name)
+    builder = _Builder(dace, sdfg, ir, unit_stride, options)
+    dims = builder.build()
+    gpu = options.device_type == DeviceType.CUDA
+    if gpu:
+        for data in sdfg.arrays.values():
+            if not data.transient and isinstance(data, dace.data.Array):
+                data.storage = dace.StorageType.GPU_Global
+        sdfg.append_global_code(_gpu_runtime(), "cuda")
+        sdfg.apply_gpu_transformations()
+    sdfg.append_global_code(RUNTIME_C)
+    sdfg.validate()
+    interface = SDFGInterface(
+        ir,
+        tuple(sorted(unit_stride.items())),
+        dims,
+        options.parallel_min_points,
+    )
+    return sdfg, interface
+
+
+class _Builder:
+    """Adds the arrays, symbols and per-stencil states of one program to an SDFG."""
+
+    def __init__(
+        self,
+        dace: Any,
+        sdfg: Any,
+        ir: ProgramIR,
+        unit_stride: Mapping[str, bool],
+        options: SDFGTranslation,
+    ) -> None:
+        self.dace = dace
+        self.sdfg = sdfg
+        self.ir = ir
+        self.unit_stride = unit_stride
+        self.options = options
+        self.symbols: dict[str, Any] = {}
+
+    def symbol(self, name: str) -> Any:
+        if name not in self.symbols:
+            self.sdfg.add_symbol(name, self.dace.int64)
+            self.symbols[name] = self.dace.symbol(name, self.dace.int64)
+        return self.symbols[name]
+
+    def build(self) -> tuple[tuple[str, ...], ...]:
+        dace = self.dace
+        arg_names = []
+        for param in self.ir.params:
+            if isinstance(param.type, ScalarType):
+                self.sdfg.add_scalar(naming.scalar(param.name), _dace_type(dace, param.type.dtype))
+                arg_names.append(naming.scalar(param.name))
+                continue
+            rank = len(param.type.dims)
+            shape = [self.symbol(naming.size(param.name, a)) for a in range(rank)]
+            strides: list[Any] = [self.symbol(naming.stride(param.name, a)) for a in range(rank)]
+            if self.unit_stride.get(param.name, False):
+                strides[-1] = 1
+            self.sdfg.add_array(
+                naming.array(param.name),
+                shape,
+                _dace_type(dace, param.type.dtype),
+                strides=strides,
+            )
+            arg_names.append(naming.array(param.name))
+        self.sdfg.arg_names = arg_names
+        last = self.sdfg.add_state("start", is_start_block=True)
+        all_dims = []
+        for index, stencil in enumerate(self.ir.stencils):
+            generator = _StencilStates(self, stencil, index)
+            last = generator.add(last)
+            all_dims.append(generator.dims)
+        return tuple(all_dims)
+
+
+def _dace_type(dace: Any, dtype: np.dtype[Any]) -> Any:
+    return dace.dtypes.typeclass(dtype.type)
+
+
+class _StencilStates:
+    """The states of one stencil: temporaries first, then the outputs, guarded by its mode."""
+
+    def __init__(self, builder: _Builder, stencil: Stencil, index: int) -> None:
+        self.b = builder
+        self.stencil = stencil
+        self.index = index
+        ir = builder.ir
+        first = ir.param(stencil.outputs[0].name).type
+        assert isinstance(first, FieldType)
+        self.dims: tuple[str, ...] = first.dim_names
+        for target in stencil.outputs[1:]:
+            other = ir.param(target.name).type
+            assert isinstance(other, FieldType)
+            if set(other.dim_names) != set(self.dims):
+                raise NotImplementedError(
+                    f"sdfg translation: outputs of {stencil.operator_name!r} have different "
+                    "dimensions; give them the same dimensions"
+                )
+        self.definitions = {a.targets[0]: a.value for a in stencil.body}
+        self.temporaries: dict[str, dict[str, tuple[int, int]]] = {}
+        if builder.options.temporaries:
+            shifted = {
+                node.name
+                for expr in (*(a.value for a in stencil.body), *stencil.results)
+                for node in walk(expr)
+                if isinstance(node, Ref) and node.offsets and node.name in self.definitions
+            }
+            for extent in stencil.local_extents:
+                if extent.name in shifted:
+                    self.temporaries[extent.name] = self._bounds(extent)
+        self.lo = {d: builder.symbol(naming.domain_low(index, d)) for d in self.dims}
+        self.hi = {d: builder.symbol(naming.domain_high(index, d)) for d in self.dims}
+        self.mode = builder.symbol(naming.mode(index))
+        for name, bounds in self.temporaries.items():
+            local_type = self.definitions[name].type
+            assert local_type is not None
+            shape = [self.hi[d] - self.lo[d] + (bounds[d][1] - bounds[d][0]) for d in self.dims]
+            builder.sdfg.add_transient(
+                naming.temporary(index, name),
+                shape,
+                _dace_type(builder.dace, local_type.dtype),
+                lifetime=builder.dace.AllocationLifetime.SDFG,
+            )
+
+    def _bounds(self, extent: FieldExtent) -> dict[str, tuple[int, int]]:
+        bounds = {d.dim: (d.lower, d.upper) for d in extent.dims}
+        return {d: bounds.get(d, (0, 0)) for d in self.dims}
+
+    def add(self, previous: Any) -> Any:
+        """Append this stencil's states after ``previous``; return the state that ends it."""
+        dace, sdfg = self.b.dace, self.b.sdfg
+        k = self.index
+        done = sdfg.add_state(f"stencil{k}_done")
+        mode = naming.mode(k)
+        variants: list[tuple[int | None, Any]]
+        if self.b.options.device_type == DeviceType.CPU:
+            variants = [
+                (naming.SEQUENTIAL, dace.ScheduleType.Sequential),
+                (naming.PARALLEL, dace.ScheduleType.CPU_Multicore),
+            ]
+        else:
+            variants = [(None, dace.ScheduleType.Default)]
+        for value, schedule in variants:
+            first, last = self._variant(schedule, "seq" if value == naming.SEQUENTIAL else "par")
+            condition = f"{mode} != {naming.SKIP}" if value is None else f"{mode} == {value}"
+            sdfg.add_edge(previous, first, dace.InterstateEdge(condition=condition))
+            sdfg.add_edge(last, done, dace.InterstateEdge())
+        sdfg.add_edge(previous, done, dace.InterstateEdge(condition=f"{mode} == {naming.SKIP}"))
+        return done
+
+    def _variant(self, schedule: Any, tag: str) -> tuple[Any, Any]:
+        sdfg = self.b.sdfg
+        k = self.index
+        states = []
+        for name, bounds in self.temporaries.items():
+            state = sdfg.add_state(f"stencil{k}_{tag}_{name}")
+            ranges = {
+                f"x_{d}": f"{self.lo[d]} + ({bounds[d][0]}):{self.hi[d]} + ({bounds[d][1]})"
+                for d in self.dims
+            }
+            target = naming.temporary(k, name)
+            index = ", ".join(f"x_{d} - ({self.lo[d]} + ({bounds[d][0]}))" for d in self.dims)
+            self._map(
+                state,
+                f"s{k}_{tag}_{name}",
+                ranges,
+                schedule,
+                lambda body, name=name: [("o_0", body.value(self.definitions[name], ()), None)],
+                {"o_0": f"{target}[{index}]"},
+            )
+            states.append(state)
+        state = sdfg.add_state(f"stencil{k}_{tag}")
+        ranges = {f"x_{d}": f"{self.lo[d]}:{self.hi[d]}" for d in self.dims}
+        outputs = {}
+        for position, output in enumerate(self.stencil.outputs):
+            param = self.b.ir.param(output.name)
+            assert isinstance(param.type, FieldType)
+            index = ", ".join(f"x_{d}" for d in param.type.dim_names)
+            outputs[f"o_{position}"] = f"{naming.array(output.name)}[{index}]"
+
+        def results(body: TaskletBody) -> list[tuple[str, str, Any]]:
+            stores = []
+            for position, (target, result) in enumerate(
+                zip(self.stencil.outputs, self.stencil.results, strict=True)
+            ):
+                param_type = self.b.ir.param(target.name).type
+                assert result.type is not None
+                stores.append(
+                    (
+                        f"o_{position}",
+                        body.typed(result, (), param_type.dtype),
+                        None,
+                    )
+                )
+            return stores
+
+        self._map(state, f"s{k}_{tag}", ranges, schedule, results, outputs)
+        states.append(state)
+        for before, after in itertools.pairwise(states):
+            sdfg.add_edge(before, after, self.b.dace.InterstateEdge())
+        return states[0], states[-1]
+
+    def _map(
+        self,
+        state: Any,
+        label: str,
+        ranges: Mapping[str, str],
+        schedule: Any,
+        emit: Any,
+        outputs: Mapping[str, str],
+    ) -> None:
+        dace = self.b.dace
+        inputs: dict[str, str] = {}
+        connectors: dict[tuple[str, Offsets], str] = {}
+
+        def connector(memlet: str, key: tuple[str, Offsets]) -> str:
+            if key not in connectors:
+                connectors[key] = f"i_{len(connectors)}"
+                inputs[connectors[key]] = memlet
+            return connectors[key]
+
+        def read(body: TaskletBody, name: str, offsets: Offsets) -> str:
+            shift = dict(offsets)
+            if name in self.temporaries:
+                bounds = self.temporaries[name]
+                index = ", ".join(
+                    f"x_{d} + ({shift.get(d, 0)}) - ({self.lo[d]} + ({bounds[d][0]}))"
+                    for d in self.dims
+                )
+                return connector(f"{naming.temporary(self.index, name)}[{index}]", (name, offsets))
+            if name in self.definitions:
+                return body.value(self.definitions[name], offsets)
+            param = self.b.ir.param(name)
+            if isinstance(param.type, ScalarType):
+                return connector(f"{naming.scalar(name)}[0]", (name, ()))
+            index = ", ".join(
+                f"x_{d} + ({shift[d]})" if shift.get(d) else f"x_{d}" for d in param.type.dim_names
+            )
+            return connector(f"{naming.array(name)}[{index}]", (name, offsets))
+
+        body = TaskletBody(read)
+        stores = emit(body)
+        code = "\n".join([*body.lines, *(f"{out} = {value};" for out, value, _ in stores)])
+        _, entry, _ = state.add_mapped_tasklet(
+            label,
+            dict(ranges),
+            inputs={c: dace.Memlet(m) for c, m in inputs.items()},
+            code=code,
+            outputs={c: dace.Memlet(m) for c, m in outputs.items()},
+            schedule=schedule,
+            language=dace.Language.CPP,
+            external_edges=True,
+        )
+        if schedule == dace.ScheduleType.CPU_Multicore and len(self.dims) > 1:
+            entry.map.collapse = len(self.dims) - 1
