@@ -9,6 +9,7 @@ backend reports the same message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -111,15 +112,8 @@ class ArgumentChecker:
                 self._check_field(program, param.name, param.type, value, device_type, namespace)
                 if isinstance(value, np.ndarray):
                     _check_numpy_layout(program, param.name, value, param.name in written)
-            elif (
-                not isinstance(value, bool | int | float | np.generic)
-                or (param.type.dtype.kind in "iu" and isinstance(value, float | np.floating))
-                or (param.type.dtype.kind == "b" and not isinstance(value, bool | np.bool_))
-            ):
-                raise ArgumentError(
-                    f"argument {param.name!r} of {program}() is a {param.type.dtype} scalar; "
-                    f"got {_describe(value)}"
-                )
+            else:
+                _check_scalar(program, param.name, param.type.dtype, value)
         shapes = {
             p.name: tuple(v.shape)
             for p, v in zip(self.ir.params, args, strict=True)
@@ -252,6 +246,36 @@ class ArgumentChecker:
         return True
 
 
+def _check_scalar(program: str, name: str, dtype: np.dtype[Any], value: object) -> None:
+    """A scalar argument: the right kind, and representable in the parameter's dtype."""
+    problem = None
+    if dtype.kind == "b":
+        if not isinstance(value, bool | np.bool_):
+            problem = "a bool"
+    elif dtype.kind in "iu":
+        if not isinstance(value, int | np.integer):
+            problem = "an integer"
+        else:
+            info = np.iinfo(dtype)
+            if not info.min <= int(value) <= info.max:
+                problem = f"an integer in [{info.min}, {info.max}]"
+    elif not isinstance(value, int | float | np.integer | np.floating):
+        problem = "a real number"
+    else:
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+            problem = f"a number representable as {dtype}"
+        if math.isfinite(number) and abs(number) > float(np.finfo(dtype).max):
+            problem = f"a number representable as {dtype}"
+    if problem is not None:
+        raise ArgumentError(
+            f"argument {name!r} of {program}() is a {dtype} scalar and must be {problem}; "
+            f"got {_describe(value)}"
+        )
+
+
 def _check_numpy_layout(
     program: str, name: str, array: np.ndarray[Any, Any], written: bool
 ) -> None:
@@ -265,7 +289,11 @@ def _check_numpy_layout(
         problem = "has strides that are not whole elements (copy it with numpy.ascontiguousarray)"
     elif written and not array.flags.writeable:
         problem = "is written by the program but is read-only"
-    elif written and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True)):
+    elif (
+        written
+        and array.size > 0
+        and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))
+    ):
         problem = "is written by the program but is a broadcast view (stride 0); pass a real array"
     if problem is not None:
         raise ArgumentError(f"argument {name!r} of {program}() {problem}")

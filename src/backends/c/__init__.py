@@ -10,7 +10,7 @@ from pathlib import Path
 from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
 from backends.c.loading import CompiledProgram, DamagedArtifactError, load_extension
 from backends.c.translation import C_SOURCE, CTranslation
-from pipeline.caching import CachedStep
+from pipeline.caching import CachedStep, ensure_private_directory
 from pipeline.frontend.step import frontend_in_memory
 from pipeline.stages import CompilableProgram, CompiledArtifact, ProgramDefinition, ProgramSource
 from pipeline.workflow import CompilePipeline
@@ -44,6 +44,7 @@ def c_cpu_pipeline(
         translation: the translation step (default ``CTranslation()``).
         compilation: the compilation step (default ``CCompilation`` building into the cache).
     """
+    cache_directory = ensure_private_directory(cache_directory)
     translation = translation or CTranslation()
     compilation = compilation or CCompilation(str(cache_directory / "c"))
     return CompilePipeline(

@@ -95,7 +95,7 @@ def _parse_field(index: int, name: str, field: FieldType, writable: bool, unit: 
     ]
     if writable:
         lines.append(
-            f"            if (a.s_{name}[d] == 0 && a.n_{name}[d] > 1) Py_RETURN_NOTIMPLEMENTED;"
+            f"            if (a.s_{name}[d] == 0 && a.n_{name}[d] > 1 && PyArray_SIZE(arr) > 0) Py_RETURN_NOTIMPLEMENTED;"
         )
     lines.append("        }")
     if unit:
@@ -119,6 +119,14 @@ def _parse_scalar(index: int, name: str, scalar: ScalarType) -> list[str]:
             "    {",
             f"        double value = PyFloat_AsDouble(args[{index}]);",
             "        if (value == -1.0 && PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }",
+            # A finite double beyond float's range has no float value (the cast is undefined).
+            *(
+                [
+                    "        if (isfinite(value) && fabs(value) > 3.4028234663852886e+38) Py_RETURN_NOTIMPLEMENTED;"
+                ]
+                if scalar.dtype == float32
+                else []
+            ),
             f"        {target} = ({C_TYPES[scalar.dtype]})value;",
             "    }",
         ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import attrs
 import numpy as np
 
 from backends.c.translation import C_SOURCE
-from pipeline.caching import package_version
+from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -43,13 +44,53 @@ def default_compiler() -> str:
     return os.environ.get("CC") or "cc"
 
 
+def _machine_signature() -> str:
+    """What ``-march=native`` depends on: the CPU's model and feature flags (Linux), else
+    the platform's description."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            lines = [line for line in cpuinfo if line.startswith(("model name", "flags"))][:2]
+        return fingerprint_bytes("".join(lines).encode())
+    except OSError:
+        return platform.platform() + platform.processor()
+
+
 @functools.cache
-def compiler_identity(compiler: str) -> str:
+def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
     """The compiler's ``--version`` banner and the CPU ``-march=native`` resolves to.
+
+    Asking the compiler costs tens of milliseconds, so with ``memo_directory`` the answer is
+    remembered in a file keyed by the compiler executable (path, size, modification time)
+    and the machine's CPU: a warm process then starts without running the compiler.
 
     Raises:
         CompilationError: the compiler cannot be run.
     """
+    executable = shutil.which(compiler) or compiler
+    try:
+        info = os.stat(executable)
+        memo_key = fingerprint(
+            (os.path.realpath(executable), info.st_size, info.st_mtime_ns, _machine_signature())
+        )[:32]
+    except OSError:
+        memo_key = None
+    memo = (
+        Path(memo_directory) / f"compiler-{memo_key}.txt" if memo_directory and memo_key else None
+    )
+    if memo is not None:
+        try:
+            return memo.read_text()
+        except OSError:
+            pass
+    identity = _ask_compiler(compiler)
+    if memo is not None:
+        temporary = memo.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(identity)
+        os.replace(temporary, memo)
+    return identity
+
+
+def _ask_compiler(compiler: str) -> str:
     try:
         version = subprocess.run(
             [compiler, "--version"], capture_output=True, text=True, check=True
@@ -100,11 +141,12 @@ class CCompilation:
     accepts: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
+        ensure_private_directory(self.build_directory)
         return (
             self.build_directory,
             self.compiler,
             self.flags,
-            compiler_identity(self.compiler),
+            compiler_identity(self.compiler, self.build_directory),
             sysconfig.get_config_var("EXT_SUFFIX"),
             sysconfig.get_paths()["include"],
             np.__version__,
@@ -113,10 +155,11 @@ class CCompilation:
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
-        root = Path(self.build_directory)
-        builds, scratch = root / "builds", root / "tmp"
-        builds.mkdir(mode=0o700, parents=True, exist_ok=True)
-        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Every directory on the way to a published object must be ours alone: whoever can
+        # write one of them can replace code that will be loaded.
+        root = ensure_private_directory(self.build_directory)
+        builds = ensure_private_directory(root / "builds")
+        scratch = ensure_private_directory(root / "tmp")
         _sweep_stale(scratch)
         key = fingerprint((self, source.text))[:24]
         target = builds / f"{source.entry_point}.{key}.so"

@@ -262,7 +262,7 @@ class EmbeddedField:
         ns = self.ns
         first = next(a for a in args if isinstance(a, EmbeddedField))
         others = [a for a in args if a is not first]
-        position = args.index(first)
+        position = next(i for i, a in enumerate(args) if a is first)  # == would build a field
 
         def ordered(a0: Any, *rest: Any) -> list[Any]:
             values = list(rest)
