@@ -90,13 +90,21 @@ class ArgumentChecker:
     def names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.ir.params)
 
-    def check(self, args: Sequence[Any], device_type: DeviceType, namespace: object = None) -> None:
+    def check(
+        self,
+        args: Sequence[Any],
+        device_type: DeviceType,
+        namespace: object = None,
+        *,
+        array_type: type | None = None,
+    ) -> None:
         """Check positional ``args`` (already bound) for a backend on ``device_type``.
 
         Args:
             args: one value per program parameter, in order.
             device_type: where the backend runs; arrays elsewhere are refused.
             namespace: for embedded backends, the array namespace the arrays must belong to.
+            array_type: for native code, the array class it reads (``numpy.ndarray``).
 
         Raises:
             ArgumentError: (a ``TypeError``) wrong kind, rank, dtype, device or namespace.
@@ -110,6 +118,14 @@ class ArgumentChecker:
         for param, value in zip(self.ir.params, args, strict=True):
             if isinstance(param.type, FieldType):
                 self._check_field(program, param.name, param.type, value, device_type, namespace)
+                if array_type is not None and not isinstance(value, array_type):
+                    raise ArgumentError(
+                        f"argument {param.name!r} of {program}() must be a "
+                        f"{array_type.__module__}.{array_type.__qualname__} for this backend; got "
+                        f"{type(value).__module__}.{type(value).__qualname__} (convert it with "
+                        "numpy.asarray, or allocate with allocators.zeros(..., allocator=<the "
+                        "program>))"
+                    )
                 if isinstance(value, np.ndarray):
                     _check_numpy_layout(program, param.name, value, param.name in written)
             else:
@@ -249,7 +265,9 @@ class ArgumentChecker:
 def _check_scalar(program: str, name: str, dtype: np.dtype[Any], value: object) -> None:
     """A scalar argument: the right kind, and representable in the parameter's dtype."""
     problem = None
-    if dtype.kind == "b":
+    if isinstance(value, np.timedelta64 | np.datetime64):
+        problem = "a plain number"
+    elif dtype.kind == "b":
         if not isinstance(value, bool | np.bool_):
             problem = "a bool"
     elif dtype.kind in "iu":

@@ -161,6 +161,10 @@ class _Encoder:
         elif hasattr(value, "__fingerprint__") and not isinstance(value, type):
             self._tag("custom", _qualified_name(type(value)).encode())
             self._child("__fingerprint__()", value.__fingerprint__())
+        elif isinstance(value, types.GenericAlias):  # e.g. tuple[IJK, IJK] in annotations
+            self._tag("generic")
+            self._child("__origin__", value.__origin__)
+            self._child("__args__", value.__args__)
         elif attrs.has(type(value)):
             self._tag("attrs", _qualified_name(type(value)).encode())
             for name in _attrs_compared_fields(cast(Any, type(value))):

@@ -19,7 +19,7 @@ import attrs
 from pipeline import metrics
 from pipeline.arguments import bind_arguments
 from pipeline.errors import DSLError
-from pipeline.frontend.source import captured_values
+from pipeline.frontend.source import captured_values, with_captured_globals
 from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
 
 __all__ = ["FieldOperator", "Program", "ProgramBackend", "field_operator", "program"]
@@ -102,6 +102,9 @@ class _Definition:
     # The executable of the last call (its native entry when it has one): one try before
     # the dispatch table, which makes a repeated call one native call.
     _fast: list[Any] = attrs.field(factory=lambda: [None], init=False, repr=False)
+    # The function run embedded, with the globals captured on first use (see
+    # ``with_captured_globals``).
+    _frozen: list[Any] = attrs.field(factory=list, init=False, repr=False)
 
     kind = "program"
 
@@ -260,7 +263,12 @@ class FieldOperator(_Definition):
         return self._run(definition, (*args, *outputs))
 
     def _evaluate_embedded(self, args: tuple[Any, ...], out: Any) -> Any:
-        result = self.function(*args)
+        if not self._frozen:
+            definition = self.definition
+            self._frozen.append(
+                with_captured_globals(definition.function, dict(definition.captured))
+            )
+        result = self._frozen[0](*args)
         if out is None:
             return result
         outputs = out if isinstance(out, tuple) else (out,)

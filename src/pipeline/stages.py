@@ -63,7 +63,10 @@ class ProgramDefinition:
         return self.function.__name__
 
     def __fingerprint__(self) -> object:
+        # The annotations carry the parameter types: two functions with the same code but
+        # different annotations (made by a factory) are different programs.
         return (
+            dict(getattr(self.function, "__annotations__", {})),
             self.function,
             self.kind,
             dict(self.captured),

@@ -385,13 +385,26 @@ class _StencilGenerator:
         lines.append("    int failed = 0;")
         # Small domains skip OpenMP: entering a parallel region costs more than a small
         # stencil, and one tile covering the whole domain fits in cache anyway.
-        lines.append(f"    if ({points} >= {self.parallel_min_points}) {{")
+        # One-dimensional stencils have no outer dimension to share among threads: they
+        # always take the single-thread path.
+        threshold = f"{points} >= {self.parallel_min_points}" if outer else "0"
+        lines.append(f"    if ({threshold}) {{")
         sizes = ", ".join(str(tiles[d]) for d in outer) or "1"
         lines.append(f"        const int64_t tile[{n_outer}] = {{{sizes}}};")
         lines.append("        #pragma omp parallel")
         lines.append("        {")
         lines += self._allocate(temps, "            ")
-        lines.append(f"            if ({' && '.join(f't_{t.name}' for t in temps) or '1'}) {{")
+        # Every thread must reach the work-sharing loop or none may: agree on allocation
+        # failure behind a barrier first.
+        lines.append(f"            if (!({' && '.join(f't_{t.name}' for t in temps) or '1'})) {{")
+        lines.append("                #pragma omp atomic write")
+        lines.append("                failed = 1;")
+        lines.append("            }")
+        lines.append("            #pragma omp barrier")
+        lines.append("            int failed_now;")
+        lines.append("            #pragma omp atomic read")
+        lines.append("            failed_now = failed;")
+        lines.append("            if (!failed_now) {")
         if outer:
             lines.append(f"            #pragma omp for collapse({len(outer)}) schedule(static)")
         indent = "            "
@@ -415,7 +428,7 @@ class _StencilGenerator:
         for _ in outer:
             indent = indent[:-4]
             lines.append(f"{indent}}}")
-        lines.append("            } else { failed = 1; }")
+        lines.append("            }")
         lines += [f"            free(t_{t.name});" for t in temps]
         lines.append("        }")
         lines.append("    } else {")

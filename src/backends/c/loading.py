@@ -40,7 +40,7 @@ class CompiledProgram:
         result = self.fast_entry(*args)
         if result is not NotImplemented:
             return None
-        self.checker.check(args, DeviceType.CPU)
+        self.checker.check(args, DeviceType.CPU, array_type=np.ndarray)
         normalized = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
         if self.fast_entry(*normalized) is NotImplemented:
             raise RuntimeError(

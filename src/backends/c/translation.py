@@ -42,6 +42,17 @@ def unit_stride_flags(program: ProgramIR, compile_time_args: Mapping[str, Any]) 
     }
 
 
+def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not (
+        isinstance(value, tuple)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
+        raise ValueError(
+            f"{attribute.name} must be a non-empty tuple of positive ints, got {value!r}"
+        )
+
+
 @attrs.frozen
 class CTranslation:
     """IR -> C with OpenMP, as one CPython extension module per program.
@@ -55,8 +66,8 @@ class CTranslation:
     """
 
     temporaries: bool = True
-    tile_sizes: tuple[int, ...] = (8, 32)
-    parallel_min_points: int = 32768
+    tile_sizes: tuple[int, ...] = attrs.field(default=(8, 32), validator=_positive_sizes)
+    parallel_min_points: int = attrs.field(default=32768, validator=attrs.validators.ge(0))
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:

@@ -92,6 +92,8 @@ class SDFGProgram:
         self.device_type = device_type
         ir = interface.ir
         self._fields = tuple(i for i, p in enumerate(ir.params) if isinstance(p.type, FieldType))
+        written = {t.name for s in ir.stencils for t in s.outputs}
+        self._written = frozenset(i for i, p in enumerate(ir.params) if p.name in written)
         self._scalars = tuple(
             i for i, p in enumerate(ir.params) if not isinstance(p.type, FieldType)
         )
@@ -121,6 +123,7 @@ class SDFGProgram:
                 or array.shape != shape
                 or array.strides != strides
                 or array.dtype != dtype
+                or (position in self._written and not array.flags.writeable)
             ):
                 return NotImplemented
         for position, value in signature.scalars:

@@ -10,6 +10,7 @@ from allocators import DeviceType, namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter
 from pipeline.arguments import ArgumentChecker
 from pipeline.dsl.types import FieldType
+from pipeline.frontend.source import with_captured_globals
 from pipeline.stages import ProgramDefinition
 
 __all__ = ["EmbeddedExecutable"]
@@ -32,6 +33,12 @@ class EmbeddedExecutable:
     checker: ArgumentChecker
     namespace: Any
     device_type: DeviceType
+    function: Any = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        # The definition runs against the globals captured on first use, as compiled code does.
+        frozen = with_captured_globals(self.definition.function, dict(self.definition.captured))
+        object.__setattr__(self, "function", frozen)
 
     def __call__(self, *args: Any) -> Any:
         self.checker.check(args, self.device_type, self.namespace)
@@ -48,7 +55,7 @@ class EmbeddedExecutable:
             else:
                 values.append(value.item() if hasattr(value, "item") else value)
         if self.definition.kind == "program":
-            self.definition.function(*values)
+            self.function(*values)
         else:
             self._run_field_operator(values)
         if not functional:
@@ -65,7 +72,7 @@ class EmbeddedExecutable:
         outputs = {t.name: t for t in stencil.outputs}
         names = [p.name for p in self.checker.ir.params]
         inputs = [v for n, v in zip(names, values, strict=True) if n not in outputs]
-        result = self.definition.function(*inputs)
+        result = self.function(*inputs)
         results = result if isinstance(result, tuple) else (result,)
         for target, value in zip(stencil.outputs, results, strict=True):
             field = values[names.index(target.name)]

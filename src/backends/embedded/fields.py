@@ -110,6 +110,8 @@ class EmbeddedField:
 
     def __dsl_assign__(self, value: EmbeddedField | Scalar) -> None:
         """Write ``value`` over this field's whole domain (the ``out=`` of a call)."""
+        if any(n == 0 for n in self.shape):
+            return  # an empty domain: nothing to write (and inputs need not cover it)
         dtype = self.array.dtype
         if isinstance(value, EmbeddedField):
             data = value._restricted(self.bounds(), self.dims)

@@ -115,7 +115,20 @@ def _annotations(function: Callable[..., Any]) -> dict[str, Any]:
     namespace = {**function.__globals__, **captured_values(function)}
     resolved = {}
     for name, value in raw.items():
-        resolved[name] = eval(value, namespace) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            resolved[name] = value
+            continue
+        try:
+            resolved[name] = eval(value, namespace)  # the user's own annotation text
+        except NameError as error:
+            raise DSLNameError(
+                f"the annotation {value!r} of {function.__name__!r} cannot be evaluated "
+                f"({error}); with `from __future__ import annotations`, annotations are "
+                "evaluated in the module's namespace, so define the types they name at module "
+                "level (or drop the __future__ import)",
+                filename=function.__code__.co_filename,
+                line=function.__code__.co_firstlineno,
+            ) from error
     return resolved
 
 

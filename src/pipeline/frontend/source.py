@@ -6,6 +6,7 @@ import ast
 import builtins
 import inspect
 import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ import attrs
 from pipeline.errors import DSLError, DSLSyntaxError
 from pipeline.ir.nodes import SourceLocation
 
-__all__ = ["FunctionSource", "captured_values", "function_source"]
+__all__ = ["FunctionSource", "captured_values", "function_source", "with_captured_globals"]
 
 
 @attrs.frozen
@@ -89,6 +90,28 @@ def captured_values(function: Callable[..., Any]) -> dict[str, Any]:
     # getclosurevars lists attribute names as "unbound"; names used as bare globals that are
     # not yet defined end up there too and are reported by the frontend when used.
     return values
+
+
+def with_captured_globals(function: Callable[..., Any], captured: dict[str, Any]) -> Any:
+    """``function`` reading its globals from a snapshot that holds the ``captured`` values.
+
+    Compiled backends bake the globals a definition uses into the code on first use; running
+    the embedded definition against the same snapshot makes every backend see the same values
+    when a global changes later.
+    """
+    if not isinstance(function, types.FunctionType):
+        return function
+    namespace = dict(function.__globals__)
+    namespace.update({k: v for k, v in captured.items() if k in function.__code__.co_names})
+    frozen = types.FunctionType(
+        function.__code__,
+        namespace,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    frozen.__kwdefaults__ = function.__kwdefaults__
+    return frozen
 
 
 def python_builtin(name: str) -> Any:

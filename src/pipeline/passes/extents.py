@@ -12,6 +12,7 @@ from collections import defaultdict
 import attrs
 
 from pipeline.dsl.types import FieldType
+from pipeline.errors import DSLTypeError
 from pipeline.ir.nodes import DimExtent, Expr, FieldExtent, ProgramIR, Ref, Stencil, combine_offsets
 from pipeline.passes.traversal import walk
 
@@ -20,7 +21,7 @@ __all__ = ["analyse_extents"]
 Offsets = tuple[tuple[str, int], ...]
 
 
-def _analyse(stencil: Stencil, field_params: dict[str, FieldType]) -> Stencil:
+def _analyse(program_name: str, stencil: Stencil, field_params: dict[str, FieldType]) -> Stencil:
     definitions = {a.targets[0]: a.value for a in stencil.body}
     local_types = {a.targets[0]: a.value.type for a in stencil.body}
     reads: dict[str, set[Offsets]] = defaultdict(set)
@@ -58,10 +59,39 @@ def _analyse(stencil: Stencil, field_params: dict[str, FieldType]) -> Stencil:
         for name, t in local_types.items()
         if isinstance(t, FieldType) and name in reads
     )
+    _check_no_shifted_self_reads(program_name, stencil, extents)
     return attrs.evolve(stencil, extents=extents, local_extents=local_extents)
+
+
+def _check_no_shifted_self_reads(
+    program_name: str, stencil: Stencil, extents: tuple[FieldExtent, ...]
+) -> None:
+    """A stencil may read its own output only at the point it writes.
+
+    Reading it at a shifted position would make the result depend on the order in which
+    points are computed (the embedded backend computes everything before writing; a compiled
+    loop nest overwrites neighbours first), so such a program is refused everywhere.
+    """
+    written = {t.name for t in stencil.outputs}
+    for extent in extents:
+        if extent.name in written and any(d.lower or d.upper for d in extent.dims):
+            reach = ", ".join(f"{d.dim}[{d.lower:+d}, {d.upper:+d}]" for d in extent.dims)
+            loc = stencil.loc
+            raise DSLTypeError(
+                f"{program_name}: the call of {stencil.operator_name!r} writes {extent.name!r} "
+                f"and also reads it at shifted positions ({reach}); the result would depend on "
+                "the order points are computed in. Pass the input and the output as separate "
+                "arrays",
+                filename=loc.filename if loc else None,
+                line=loc.line if loc else None,
+                column=loc.column if loc else None,
+                source_line=loc.source_line if loc else None,
+            )
 
 
 def analyse_extents(program: ProgramIR) -> ProgramIR:
     """The extent-analysis pass (a ``Step[ProgramIR, ProgramIR]``)."""
     fields = {p.name: p.type for p in program.params if isinstance(p.type, FieldType)}
-    return attrs.evolve(program, stencils=tuple(_analyse(s, fields) for s in program.stencils))
+    return attrs.evolve(
+        program, stencils=tuple(_analyse(program.name, s, fields) for s in program.stencils)
+    )

@@ -76,7 +76,11 @@ def _fold(expr: Expr) -> Expr:
             values = [a.value for a in args]  # type: ignore[union-attr]
             if any(isinstance(v, bool) for v in values):
                 return expr
-            if function not in {"abs", "minimum", "maximum"}:
+            # Like NumPy: a float among the arguments makes every argument a float
+            # (Python's max(3, 2.5) would return the int 3).
+            if function not in {"abs", "minimum", "maximum"} or any(
+                isinstance(v, float) for v in values
+            ):
                 values = [float(v) for v in values]
             return _literal(expr, _MATH[function], values)
     return expr
@@ -89,6 +93,8 @@ def _literal(expr: Expr, function: Callable[..., Any], values: list[Any]) -> Exp
         result = function(*values)
     except (ArithmeticError, ValueError):
         return expr
+    if not isinstance(result, bool | int | float):
+        return expr  # e.g. a negative number to a fractional power is complex in Python
     if isinstance(result, float) and not math.isfinite(result):
         return expr
     if isinstance(result, int) and not isinstance(result, bool) and abs(result) >= 2**63:

@@ -11,7 +11,7 @@ Rules (NumPy 2 style, minus implicit mixing of strong dtypes):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -173,6 +173,7 @@ class _Typer:
                 expr, left=left, right=right, type=_make(dims, bool_, _weak(a) and _weak(b))
             )
         dtype, weak = promote(a, b, f"{op!r}", expr.loc)
+        _check_literals_fit((left, right), dtype)
         if op in _COMPARISON:
             return attrs.evolve(expr, left=left, right=right, type=_make(dims, bool_, weak))
         if dtype == bool_:
@@ -196,11 +197,13 @@ class _Typer:
                     f"the condition of where() must be boolean, got {cond.dtype}", expr.loc
                 )
             dtype, weak = promote(a, b, "where()", expr.loc)
+            _check_literals_fit(args[1:], dtype)
             return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak and _weak(cond)))
         if name in {"minimum", "maximum", "power"}:
             a, b = types_
             assert a is not None and b is not None
             dtype, weak = promote(a, b, f"{name}()", expr.loc)
+            _check_literals_fit(args, dtype)
             if dtype == bool_:
                 raise _error(f"{name}() of booleans is not supported", expr.loc)
             return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak))
@@ -241,6 +244,25 @@ class _Typer:
                 )
             self.env.update(zip(assign.targets, results, strict=True))
         return attrs.evolve(assign, value=value)
+
+
+def _check_literals_fit(operands: Sequence[Expr], dtype: np.dtype[Any]) -> None:
+    """A Python int literal must fit the integer dtype it is used with (NumPy 2 raises)."""
+    if dtype.kind not in "iu":
+        return
+    info = np.iinfo(dtype)
+    for operand in operands:
+        value = operand.value if isinstance(operand, Literal) else None
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and not info.min <= value <= info.max
+        ):
+            raise _error(
+                f"the literal {value} does not fit {dtype} (range {info.min} to {info.max}); "
+                f"convert the other operand with astype(x, int64) or use a smaller constant",
+                operand.loc,
+            )
 
 
 def _check_argument(
