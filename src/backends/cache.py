@@ -9,13 +9,21 @@ entries are code that will be loaded.
 from __future__ import annotations
 
 import os
+import shutil
+import time
 from pathlib import Path
 
 import platformdirs
 
 from pipeline.caching import ensure_private_directory
 
-__all__ = ["CACHE_DIR_VARIABLE", "DUMP_STAGES_VARIABLE", "cache_directory", "dump_directory"]
+__all__ = [
+    "CACHE_DIR_VARIABLE",
+    "DUMP_STAGES_VARIABLE",
+    "cache_directory",
+    "dump_directory",
+    "sweep_stale_builds",
+]
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
 DUMP_STAGES_VARIABLE = "STENCILFORGE_DUMP_STAGES"
@@ -36,3 +44,20 @@ def cache_directory() -> Path:
     configured = os.environ.get(CACHE_DIR_VARIABLE)
     path = Path(configured) if configured else Path(platformdirs.user_cache_dir("stencilforge"))
     return ensure_private_directory(path)
+
+
+STALE_BUILD_SECONDS = 3600.0
+
+
+def sweep_stale_builds(scratch: Path) -> None:
+    """Remove build directories in ``scratch`` left by killed builds (older than an hour).
+
+    A build in progress touches its directory continuously, so an hour-old one is dead.
+    """
+    now = time.time()
+    for entry in scratch.iterdir():
+        try:
+            if now - entry.stat().st_mtime > STALE_BUILD_SECONDS:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue

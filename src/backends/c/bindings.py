@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backends.c.codegen import C_TYPES, StencilCode
+from backends.c.codegen import StencilCode
+from backends.c.expressions import C_TYPES
 from pipeline.dsl.types import FieldType, ScalarType, bool_, float32, float64, int32, int64
 from pipeline.ir.nodes import ProgramIR, Stencil
 

@@ -11,79 +11,17 @@ their extent into a per-thread buffer, instead of being recomputed at every use 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-import numpy as np
 
-from pipeline.dsl.types import FieldType, ScalarType, bool_, float32, float64, int32, int64
-from pipeline.ir.nodes import (
-    BinaryOp,
-    Call,
-    Cast,
-    Expr,
-    FieldExtent,
-    Literal,
-    ProgramIR,
-    Ref,
-    Stencil,
-    UnaryOp,
-    combine_offsets,
-)
-from pipeline.passes.traversal import walk
-from pipeline.passes.typing_ import promote
+from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
+from backends.loops import StencilLayout
+from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.ir.nodes import ProgramIR, Stencil
 
-__all__ = ["C_TYPES", "StencilCode", "generate_stencil"]
-
-Offsets = tuple[tuple[str, int], ...]
-
-C_TYPES: Mapping[np.dtype[Any], str] = {
-    float32: "float",
-    float64: "double",
-    int32: "int32_t",
-    int64: "int64_t",
-    bool_: "sf_bool",
-}
-_SUFFIX = {float32: "f32", float64: "f64", int32: "i32", int64: "i64"}
-_UNSIGNED = {int32: "uint32_t", int64: "uint64_t"}
-_FLOAT_FUNCTIONS = {
-    "sqrt": "sqrt",
-    "exp": "exp",
-    "log": "log",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "sinh": "sinh",
-    "cosh": "cosh",
-    "tanh": "tanh",
-    "floor": "floor",
-    "ceil": "ceil",
-    "abs": "fabs",
-}
-_COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
-
-
-def _literal(value: bool | int | float, dtype: np.dtype[Any]) -> str:
-    if dtype == bool_:
-        return f"((sf_bool){int(bool(value))})"
-    if dtype.kind in "iu":
-        return f"(({C_TYPES[dtype]}){int(value)}LL)"
-    text = float(value).hex() if math.isfinite(float(value)) else repr(float(value))
-    return f"(({C_TYPES[dtype]}){text})"
-
-
-def convert(text: str, source: np.dtype[Any], target: np.dtype[Any]) -> str:
-    """C text converting a value of dtype ``source`` to ``target`` (NumPy's casting)."""
-    if source == target:
-        return text
-    if target == bool_:
-        return f"((sf_bool)(({text}) != 0))"
-    return f"(({C_TYPES[target]})({text}))"
+__all__ = ["StencilCode", "generate_stencil"]
 
 
 @attrs.frozen
@@ -100,119 +38,6 @@ class _Temporary:
     name: str
     ctype: str
     extent: Mapping[str, tuple[int, int]]
-
-
-class _Body:
-    """SSA statements for one loop body, memoized by (expression, shift)."""
-
-    def __init__(self, gen: _StencilGenerator, indent: str) -> None:
-        self.gen = gen
-        self.indent = indent
-        self.lines: list[str] = []
-        self.memo: dict[tuple[Expr, Offsets], str] = {}
-
-    def let(self, ctype: str, text: str) -> str:
-        name = f"v{self.gen.next_id()}"
-        self.lines.append(f"{self.indent}const {ctype} {name} = {text};")
-        return name
-
-    def value(self, expr: Expr, shift: Offsets) -> str:
-        """A C expression (usually an SSA name) for ``expr`` at the point moved by ``shift``."""
-        key = (expr, shift)
-        if key not in self.memo:
-            self.memo[key] = self._compute(expr, shift)
-        return self.memo[key]
-
-    def _typed(self, expr: Expr, shift: Offsets, dtype: np.dtype[Any]) -> str:
-        assert expr.type is not None
-        return convert(self.value(expr, shift), expr.type.dtype, dtype)
-
-    def _compute(self, expr: Expr, shift: Offsets) -> str:
-        assert expr.type is not None
-        dtype = expr.type.dtype
-        ctype = C_TYPES[dtype]
-        match expr:
-            case Literal(value=value):
-                return _literal(value, dtype)
-            case Ref(name=name, offsets=offsets):
-                return self.gen.read(self, name, combine_offsets(offsets, shift))
-            case UnaryOp(op=op, operand=operand):
-                x = self._typed(operand, shift, dtype)
-                if op == "~":
-                    return self.let(ctype, f"(sf_bool)!{x}")
-                if op == "+":
-                    return x
-                if dtype.kind in "iu":
-                    return self.let(ctype, f"({ctype})(0u - ({_UNSIGNED[dtype]}){x})")
-                return self.let(ctype, f"-{x}")
-            case BinaryOp(op=op, left=left, right=right):
-                return self._binary(op, left, right, shift, dtype)
-            case Call(function="where", args=(cond, a, b)):
-                c = self._condition(cond, shift)
-                return self.let(
-                    ctype, f"{c} ? {self._typed(a, shift, dtype)} : {self._typed(b, shift, dtype)}"
-                )
-            case Call(function=function, args=(a, b)):
-                x, y = self._typed(a, shift, dtype), self._typed(b, shift, dtype)
-                kind = {"minimum": "min", "maximum": "max", "power": "pow"}[function]
-                if kind == "pow" and dtype.kind == "f":
-                    return self.let(ctype, f"pow{'f' if dtype == float32 else ''}({x}, {y})")
-                return self.let(ctype, f"sf_{kind}_{_SUFFIX[dtype]}({x}, {y})")
-            case Call(function=function, args=(a,)):
-                assert a.type is not None
-                if dtype.kind in "iu":
-                    x = self._typed(a, shift, dtype)
-                    return (
-                        x
-                        if function in {"floor", "ceil"}
-                        else self.let(ctype, f"sf_abs_{_SUFFIX[dtype]}({x})")
-                    )
-                x = self._typed(a, shift, dtype)
-                suffix = "f" if dtype == float32 else ""
-                return self.let(ctype, f"{_FLOAT_FUNCTIONS[function]}{suffix}({x})")
-            case Cast(value=value):
-                assert value.type is not None
-                return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
-        raise NotImplementedError(f"no C translation for {expr!r}")
-
-    def _condition(self, cond: Expr, shift: Offsets) -> str:
-        """A select's condition; a comparison stays inline, so the compiler can keep the
-        mask at the width of the compared values instead of narrowing it to a byte."""
-        if (
-            isinstance(cond, BinaryOp)
-            and cond.op in _COMPARISONS
-            and (cond, shift) not in self.memo
-        ):
-            assert cond.left.type is not None and cond.right.type is not None
-            operand = promote(cond.left.type, cond.right.type, cond.op, None)[0]
-            x = self._typed(cond.left, shift, operand)
-            y = self._typed(cond.right, shift, operand)
-            return f"({x} {cond.op} {y})"
-        return f"({self._typed(cond, shift, bool_)})"
-
-    def _binary(
-        self, op: str, left: Expr, right: Expr, shift: Offsets, dtype: np.dtype[Any]
-    ) -> str:
-        assert left.type is not None and right.type is not None
-        ctype = C_TYPES[dtype]
-        if op in {"&", "|"}:
-            return self.let(
-                ctype,
-                f"(sf_bool)({self._typed(left, shift, bool_)} {op} {self._typed(right, shift, bool_)})",
-            )
-        operand = promote(left.type, right.type, op, None)[0] if op in _COMPARISONS else dtype
-        x, y = self._typed(left, shift, operand), self._typed(right, shift, operand)
-        if op in _COMPARISONS:
-            return self.let(ctype, f"(sf_bool)({x} {op} {y})")
-        if op in {"//", "%", "**"}:
-            if op == "**" and dtype.kind == "f":
-                return self.let(ctype, f"pow{'f' if dtype == float32 else ''}({x}, {y})")
-            name = {"//": "floordiv", "%": "mod", "**": "pow"}[op]
-            return self.let(ctype, f"sf_{name}_{_SUFFIX[dtype]}({x}, {y})")
-        if dtype.kind in "iu":
-            unsigned = _UNSIGNED[dtype]
-            return self.let(ctype, f"({ctype})(({unsigned}){x} {op} ({unsigned}){y})")
-        return self.let(ctype, f"{x} {op} {y}")
 
 
 class _StencilGenerator:
@@ -234,45 +59,21 @@ class _StencilGenerator:
         self.tile_sizes = tuple(tile_sizes)
         self.parallel_min_points = parallel_min_points
         self.counter = 0
-        first = program.param(stencil.outputs[0].name).type
-        assert isinstance(first, FieldType)
-        self.dims = first.dim_names
-        for target in stencil.outputs[1:]:
-            other = program.param(target.name).type
-            assert isinstance(other, FieldType)
-            if set(other.dim_names) != set(self.dims):
-                raise NotImplementedError(
-                    f"c translation: outputs of {stencil.operator_name!r} have different "
-                    "dimensions; give them the same dimensions"
-                )
-        self.definitions = {a.targets[0]: a.value for a in stencil.body}
+        layout = StencilLayout.of(program, stencil, temporaries=temporaries)
+        self.dims = layout.dims
+        self.definitions = dict(layout.definitions)
         self.temporaries: dict[str, _Temporary] = {}
-        if temporaries:
-            # A local read at a shifted position somewhere would be recomputed per use:
-            # keep it in a buffer. Locals read only in place are computed where needed.
-            shifted = {
-                node.name
-                for expr in (*(a.value for a in stencil.body), *stencil.results)
-                for node in walk(expr)
-                if isinstance(node, Ref) and node.offsets and node.name in self.definitions
-            }
-            for extent in stencil.local_extents:
-                if extent.name in shifted:
-                    self.temporaries[extent.name] = self._temporary(extent)
-
-    def _temporary(self, extent: FieldExtent) -> _Temporary:
-        bounds = {d.dim: (d.lower, d.upper) for d in extent.dims}
-        local_type = self.definitions[extent.name].type
-        assert local_type is not None
-        full = {d: bounds.get(d, (0, 0)) for d in self.dims}
-        return _Temporary(extent.name, C_TYPES[local_type.dtype], full)
+        for name, extent in layout.temporaries.items():
+            local_type = self.definitions[name].type
+            assert local_type is not None
+            self.temporaries[name] = _Temporary(name, C_TYPES[local_type.dtype], extent)
 
     def next_id(self) -> int:
         self.counter += 1
         return self.counter
 
     # -- reads ------------------------------------------------------------------------------
-    def read(self, body: _Body, name: str, offsets: Offsets) -> str:
+    def read(self, body: ExpressionEmitter, name: str, offsets: Offsets) -> str:
         shift = dict(offsets)
         if name in self.temporaries:
             temp = self.temporaries[name]
@@ -316,7 +117,7 @@ class _StencilGenerator:
                 lines.append(f"{pad}#pragma omp simd")
             lines.append(f"{pad}for (int64_t x_{dim} = {lo}; x_{dim} < {hi}; ++x_{dim}) {{")
         inner = indent + "    " * len(self.dims)
-        body = _Body(self, inner)
+        body = ExpressionEmitter(self.read, inner)
         tail = emit_body(body)
         lines.extend(body.lines)
         lines.extend(inner + line for line in tail)
@@ -466,12 +267,12 @@ class _StencilGenerator:
         definition = self.definitions[temp.name]
         index = self._temp_index(temp, {})
 
-        def store(body: _Body) -> list[str]:
+        def store(body: ExpressionEmitter) -> list[str]:
             return [f"t_{temp.name}[{index}] = {body.value(definition, ())};"]
 
         return store
 
-    def _store_outputs(self, body: _Body) -> list[str]:
+    def _store_outputs(self, body: ExpressionEmitter) -> list[str]:
         stores = []
         for target, result in zip(self.stencil.outputs, self.stencil.results, strict=True):
             param = self.program.param(target.name)

@@ -18,13 +18,13 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from pathlib import Path
 
 import attrs
 import numpy as np
 
 from backends.c.translation import C_SOURCE
+from backends.cache import sweep_stale_builds
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -32,7 +32,6 @@ from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 __all__ = ["CCompilation", "CompilationError", "artifact_is_intact", "default_compiler"]
 
 _log = logging.getLogger(__name__)
-_STALE_SECONDS = 3600.0
 
 
 class CompilationError(RuntimeError):
@@ -160,7 +159,7 @@ class CCompilation:
         root = ensure_private_directory(self.build_directory)
         builds = ensure_private_directory(root / "builds")
         scratch = ensure_private_directory(root / "tmp")
-        _sweep_stale(scratch)
+        sweep_stale_builds(scratch)
         key = fingerprint((self, source.text))[:24]
         target = builds / f"{source.entry_point}.{key}.so"
         workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
@@ -194,14 +193,3 @@ def artifact_is_intact(artifact: CompiledArtifact) -> bool:
         return fingerprint_bytes(Path(artifact.path).read_bytes()) == artifact.content_hash
     except OSError:
         return False
-
-
-def _sweep_stale(scratch: Path) -> None:
-    """Remove build directories left by killed builds (older than an hour)."""
-    now = time.time()
-    for entry in scratch.iterdir():
-        try:
-            if now - entry.stat().st_mtime > _STALE_SECONDS:
-                shutil.rmtree(entry, ignore_errors=True)
-        except OSError:
-            continue

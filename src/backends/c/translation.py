@@ -9,7 +9,8 @@ from typing import Any
 import attrs
 
 from allocators import DeviceType
-from backends.c import bindings, codegen, runtime
+from backends import loops
+from backends.c import bindings, codegen, expressions, runtime
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.runtime import RUNTIME_C
@@ -21,7 +22,9 @@ from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 
 C_SOURCE = SourceFormat("c", DeviceType.CPU)
-_GENERATOR_VERSION = source_digest(codegen, bindings, runtime, sys.modules[__name__])
+_GENERATOR_VERSION = source_digest(
+    loops, codegen, expressions, bindings, runtime, sys.modules[__name__]
+)
 
 
 def unit_stride_flags(program: ProgramIR, compile_time_args: Mapping[str, Any]) -> dict[str, bool]:

@@ -22,7 +22,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import attrs
 
 from allocators import DeviceType
 from backends.c.compilation import compiler_identity
+from backends.cache import sweep_stale_builds
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, _dace_version
 from pipeline.caching import package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-_STALE_SECONDS = 3600.0
 COMPLETE_MARKER = "COMPLETE"
 _BUILD_CACHE_VARIABLE = "DACE_BUILD_CACHE_DIR"
 # DaCe's configuration and the build-cache variable are process-wide: builds take turns.
@@ -104,7 +103,7 @@ class SDFGCompilation:
         builds, scratch, shared = root / "builds", root / "tmp", root / "shared"
         for directory in (builds, scratch, shared):
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _sweep_stale(scratch)
+        sweep_stale_builds(scratch)
         key = fingerprint((self, source.text))[:24]
         target = builds / f"{source.entry_point}.{key}"
         existing = _published(target, source)
@@ -206,14 +205,3 @@ def _environment(name: str, value: str) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = previous
-
-
-def _sweep_stale(scratch: Path) -> None:
-    """Remove build folders left by killed builds (older than an hour)."""
-    now = time.time()
-    for entry in scratch.iterdir():
-        try:
-            if now - entry.stat().st_mtime > _STALE_SECONDS:
-                shutil.rmtree(entry, ignore_errors=True)
-        except OSError:
-            continue

@@ -31,15 +31,17 @@ import attrs
 import numpy as np
 
 from allocators import DeviceType
+from backends import loops
+from backends.c import expressions, runtime
 from backends.c.runtime import RUNTIME_C
 from backends.c.translation import unit_stride_flags
 from backends.dace import naming, tasklets
 from backends.dace.naming import SDFGInterface
 from backends.dace.tasklets import Offsets, TaskletBody
+from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.ir.nodes import FieldExtent, ProgramIR, Ref, Stencil
-from pipeline.passes.traversal import walk
+from pipeline.ir.nodes import FieldExtent, ProgramIR, Stencil
 from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
 
 __all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
@@ -47,7 +49,9 @@ __all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
 SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
-_GENERATOR_VERSION = source_digest(tasklets, naming, sys.modules[__name__])
+_GENERATOR_VERSION = source_digest(
+    loops, tasklets, expressions, runtime, naming, sys.modules[__name__]
+)
 
 
 def _dace_version() -> str:
@@ -206,29 +210,12 @@ class _StencilStates:
         self.stencil = stencil
         self.index = index
         ir = builder.ir
-        first = ir.param(stencil.outputs[0].name).type
-        assert isinstance(first, FieldType)
-        self.dims: tuple[str, ...] = first.dim_names
-        for target in stencil.outputs[1:]:
-            other = ir.param(target.name).type
-            assert isinstance(other, FieldType)
-            if set(other.dim_names) != set(self.dims):
-                raise NotImplementedError(
-                    f"sdfg translation: outputs of {stencil.operator_name!r} have different "
-                    "dimensions; give them the same dimensions"
-                )
-        self.definitions = {a.targets[0]: a.value for a in stencil.body}
-        self.temporaries: dict[str, dict[str, tuple[int, int]]] = {}
-        if builder.options.temporaries:
-            shifted = {
-                node.name
-                for expr in (*(a.value for a in stencil.body), *stencil.results)
-                for node in walk(expr)
-                if isinstance(node, Ref) and node.offsets and node.name in self.definitions
-            }
-            for extent in stencil.local_extents:
-                if extent.name in shifted:
-                    self.temporaries[extent.name] = self._bounds(extent)
+        layout = StencilLayout.of(ir, stencil, temporaries=builder.options.temporaries)
+        self.dims: tuple[str, ...] = layout.dims
+        self.definitions = dict(layout.definitions)
+        self.temporaries: dict[str, dict[str, tuple[int, int]]] = {
+            name: dict(extent) for name, extent in layout.temporaries.items()
+        }
         self.lo = {d: builder.symbol(naming.domain_low(index, d)) for d in self.dims}
         self.hi = {d: builder.symbol(naming.domain_high(index, d)) for d in self.dims}
         self.mode = builder.symbol(naming.mode(index))

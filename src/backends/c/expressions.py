@@ -1,0 +1,199 @@
+"""IR expressions -> C/C++ statements, shared by every translation that emits C-like code.
+
+An ``ExpressionEmitter`` turns a typed IR expression into ``const`` SSA statements with NumPy's
+semantics: values are converted to each node's dtype exactly where NumPy converts them,
+integer arithmetic wraps, ``where`` is a select on values computed unconditionally (so loops
+vectorize), and ``//``, ``%``, ``**``, ``minimum`` and ``maximum`` call the helpers of
+``backends.c.runtime``. How a *read* is emitted (a pointer with strides, a temporary buffer, a
+DaCe connector) is the caller's business: it passes a ``read`` callback.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from pipeline.dsl.types import bool_, float32, float64, int32, int64
+from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, Ref, UnaryOp, combine_offsets
+from pipeline.passes.typing_ import promote
+
+__all__ = ["C_TYPES", "ExpressionEmitter", "Offsets", "convert", "literal"]
+
+Offsets = tuple[tuple[str, int], ...]
+
+C_TYPES: Mapping[np.dtype[Any], str] = {
+    float32: "float",
+    float64: "double",
+    int32: "int32_t",
+    int64: "int64_t",
+    bool_: "sf_bool",
+}
+
+
+def convert(text: str, source: np.dtype[Any], target: np.dtype[Any]) -> str:
+    """C text converting a value of dtype ``source`` to ``target`` (NumPy's casting)."""
+    if source == target:
+        return text
+    if target == bool_:
+        return f"((sf_bool)(({text}) != 0))"
+    return f"(({C_TYPES[target]})({text}))"
+
+
+_SUFFIX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+_UNSIGNED = {"int32": "uint32_t", "int64": "uint64_t"}
+_FLOAT_FUNCTIONS = {
+    "sqrt": "sqrt",
+    "exp": "exp",
+    "log": "log",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "abs": "fabs",
+}
+_COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
+
+
+def literal(value: bool | int | float, dtype: np.dtype[Any]) -> str:
+    """C++ text of a literal of ``dtype`` (hexadecimal floats: exact, no rounding)."""
+    if dtype == bool_:
+        return f"((sf_bool){int(bool(value))})"
+    if dtype.kind in "iu":
+        return f"(({C_TYPES[dtype]}){int(value)}LL)"
+    number = float(value)
+    if math.isnan(number):
+        text = "NAN"
+    elif math.isinf(number):
+        text = "INFINITY" if number > 0 else "(-INFINITY)"
+    else:
+        text = number.hex()
+    return f"(({C_TYPES[dtype]}){text})"
+
+
+class ExpressionEmitter:
+    """SSA statements for one loop body (or tasklet), memoized by (expression, shift).
+
+    Args:
+        read: ``read(emitter, name, offsets)`` returns the text that reads parameter or
+            local ``name`` at ``offsets`` (it may bind a value with ``let`` or call back
+            into ``value`` for a local computed in place).
+        indent: prefixed to every emitted line.
+    """
+
+    def __init__(
+        self, read: Callable[[ExpressionEmitter, str, Offsets], str], indent: str = ""
+    ) -> None:
+        self._read = read
+        self._indent = indent
+        self.lines: list[str] = []
+        self._memo: dict[tuple[Expr, Offsets], str] = {}
+        self._counter = 0
+
+    def let(self, ctype: str, text: str) -> str:
+        """Bind ``text`` to a fresh ``const`` variable and return its name."""
+        self._counter += 1
+        name = f"v{self._counter}"
+        self.lines.append(f"{self._indent}const {ctype} {name} = {text};")
+        return name
+
+    def value(self, expr: Expr, shift: Offsets) -> str:
+        """C++ text (usually an SSA name) for ``expr`` at the point moved by ``shift``."""
+        key = (expr, shift)
+        if key not in self._memo:
+            self._memo[key] = self._compute(expr, shift)
+        return self._memo[key]
+
+    def typed(self, expr: Expr, shift: Offsets, dtype: np.dtype[Any]) -> str:
+        """``value`` converted to ``dtype`` as NumPy converts it."""
+        assert expr.type is not None
+        return convert(self.value(expr, shift), expr.type.dtype, dtype)
+
+    def _compute(self, expr: Expr, shift: Offsets) -> str:
+        assert expr.type is not None
+        dtype = expr.type.dtype
+        ctype = C_TYPES[dtype]
+        match expr:
+            case Literal(value=value):
+                return literal(value, dtype)
+            case Ref(name=name, offsets=offsets):
+                return self._read(self, name, combine_offsets(offsets, shift))
+            case UnaryOp(op=op, operand=operand):
+                x = self.typed(operand, shift, dtype)
+                if op == "~":
+                    return self.let(ctype, f"(sf_bool)!{x}")
+                if op == "+":
+                    return x
+                if dtype.kind in "iu":
+                    return self.let(ctype, f"({ctype})(0u - ({_UNSIGNED[dtype.name]}){x})")
+                return self.let(ctype, f"-{x}")
+            case BinaryOp(op=op, left=left, right=right):
+                return self._binary(op, left, right, shift, dtype)
+            case Call(function="where", args=(cond, a, b)):
+                c = self._condition(cond, shift)
+                x, y = self.typed(a, shift, dtype), self.typed(b, shift, dtype)
+                return self.let(ctype, f"{c} ? {x} : {y}")
+            case Call(function=function, args=(a, b)):
+                x, y = self.typed(a, shift, dtype), self.typed(b, shift, dtype)
+                kind = {"minimum": "min", "maximum": "max", "power": "pow"}[function]
+                if kind == "pow" and dtype.kind == "f":
+                    return self.let(ctype, f"pow{'f' if dtype == float32 else ''}({x}, {y})")
+                return self.let(ctype, f"sf_{kind}_{_SUFFIX[dtype.name]}({x}, {y})")
+            case Call(function=function, args=(a,)):
+                x = self.typed(a, shift, dtype)
+                if dtype.kind in "iu":
+                    if function in {"floor", "ceil"}:
+                        return x
+                    return self.let(ctype, f"sf_abs_{_SUFFIX[dtype.name]}({x})")
+                suffix = "f" if dtype == float32 else ""
+                return self.let(ctype, f"{_FLOAT_FUNCTIONS[function]}{suffix}({x})")
+            case Cast(value=value):
+                assert value.type is not None
+                return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
+        raise NotImplementedError(f"no C translation for {expr!r}")
+
+    def _condition(self, cond: Expr, shift: Offsets) -> str:
+        """A select's condition; a comparison stays inline, so the compiler can keep the
+        mask at the width of the compared values instead of narrowing it to a byte."""
+        if (
+            isinstance(cond, BinaryOp)
+            and cond.op in _COMPARISONS
+            and (cond, shift) not in self._memo
+        ):
+            assert cond.left.type is not None and cond.right.type is not None
+            operand = promote(cond.left.type, cond.right.type, cond.op, None)[0]
+            x = self.typed(cond.left, shift, operand)
+            y = self.typed(cond.right, shift, operand)
+            return f"({x} {cond.op} {y})"
+        return f"({self.typed(cond, shift, bool_)})"
+
+    def _binary(
+        self, op: str, left: Expr, right: Expr, shift: Offsets, dtype: np.dtype[Any]
+    ) -> str:
+        assert left.type is not None and right.type is not None
+        ctype = C_TYPES[dtype]
+        if op in {"&", "|"}:
+            x, y = self.typed(left, shift, bool_), self.typed(right, shift, bool_)
+            return self.let(ctype, f"(sf_bool)({x} {op} {y})")
+        operand = promote(left.type, right.type, op, None)[0] if op in _COMPARISONS else dtype
+        x, y = self.typed(left, shift, operand), self.typed(right, shift, operand)
+        if op in _COMPARISONS:
+            return self.let(ctype, f"(sf_bool)({x} {op} {y})")
+        if op in {"//", "%", "**"}:
+            if op == "**" and dtype.kind == "f":
+                return self.let(ctype, f"pow{'f' if dtype == float32 else ''}({x}, {y})")
+            name = {"//": "floordiv", "%": "mod", "**": "pow"}[op]
+            return self.let(ctype, f"sf_{name}_{_SUFFIX[dtype.name]}({x}, {y})")
+        if dtype.kind in "iu":
+            unsigned = _UNSIGNED[dtype.name]
+            return self.let(ctype, f"({ctype})(({unsigned}){x} {op} ({unsigned}){y})")
+        return self.let(ctype, f"{x} {op} {y}")
