@@ -28,6 +28,8 @@ class Row:
     Attributes:
         ratio_to_numpy: NumPy's median / this median (> 1: faster than NumPy).
         copy_fraction: (bytes_per_call / median) / copy bandwidth (1.0 = at the machine's limit).
+        best_copy_fraction: (bytes_per_call / minimum) / copy bandwidth: best against best, the
+            STREAM convention (the copy bandwidth is the kernel's best repetition).
         compile_seconds: ``prog.compile(...)`` on a compiled backend (``None`` when embedded).
         first_call_seconds: the first call (compiles on compiled backends unless done before).
         direct_call_seconds: median of the loaded executable called directly (small grid,
@@ -51,6 +53,7 @@ class Row:
     direct_call_seconds: float | None = None
     ratio_to_numpy: float | None = None
     copy_fraction: float | None = None
+    best_copy_fraction: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -104,6 +107,11 @@ def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
                 row,
                 ratio_to_numpy=reference / row.median if reference else None,
                 copy_fraction=row.bytes_per_call / row.median / copy_bytes_per_second,
+                best_copy_fraction=(
+                    row.bytes_per_call / row.minimum / copy_bytes_per_second
+                    if row.minimum
+                    else None
+                ),
             )
         )
     return derived
