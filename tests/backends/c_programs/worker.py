@@ -1,4 +1,4 @@
-"""A process that runs one program on ``backends.c_cpu`` and reports, as one JSON line, whether
+"""A process that runs one program on ``backends.c_cpu`` (or ``--backend dace_cpu``) and reports, as one JSON line, whether
 the result matches NumPy.
 
 Run as ``python -m c_programs.worker [--program lap|hdiff] [--ready FILE] [--start FILE]``
@@ -48,6 +48,7 @@ def _arguments(program: str) -> tuple[tuple[object, ...], np.ndarray, np.ndarray
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--program", choices=("lap", "hdiff"), default="lap")
+    parser.add_argument("--backend", choices=("c_cpu", "dace_cpu"), default="c_cpu")
     parser.add_argument("--ready", type=Path)
     parser.add_argument("--start", type=Path)
     options = parser.parse_args()
@@ -55,7 +56,7 @@ def main() -> int:
 
     program = {"lap": stencils.lap, "hdiff": stencils.hdiff_program}[options.program]
     args, out, expected = _arguments(options.program)
-    backend = backends.c_cpu
+    backend = getattr(backends, options.backend)
     compiled = program.with_backend(backend)
     if options.ready is not None:
         options.ready.touch()
