@@ -16,11 +16,11 @@ import attrs
 
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
-from backends.c.loading import DamagedArtifactError
 from backends.cache import dump_directory
 from backends.embedded import EmbeddedExecutable
 from pipeline import CompilePipeline, identity
 from pipeline.arguments import ArgumentChecker, bind_arguments
+from pipeline.errors import DamagedArtifactError
 from pipeline.frontend.step import frontend_in_memory
 from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
 from pipeline.workflow import StageDump, step_name, subscribe

@@ -12,6 +12,7 @@ __all__ = [
     "DSLNameError",
     "DSLSyntaxError",
     "DSLTypeError",
+    "DamagedArtifactError",
     "DomainError",
     "FingerprintError",
     "StepMismatchError",
@@ -35,6 +36,13 @@ class UnsafeCacheDirectoryError(PermissionError):
     """A cache directory that other users could write to, or that another user owns.
 
     Cache entries are code that will be loaded and run, so such a directory is refused.
+    """
+
+
+class DamagedArtifactError(RuntimeError):
+    """A built artifact whose bytes differ from those recorded when it was published.
+
+    Loading steps raise it; compiled backends rebuild once, with a logged warning.
     """
 
 

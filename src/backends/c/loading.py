@@ -13,14 +13,11 @@ import numpy as np
 
 from allocators import DeviceType
 from pipeline.arguments import ArgumentChecker
+from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint_bytes
 from pipeline.stages import CompiledArtifact
 
 __all__ = ["CompiledProgram", "DamagedArtifactError", "load_extension"]
-
-
-class DamagedArtifactError(RuntimeError):
-    """A built object whose bytes differ from those recorded when it was published."""
 
 
 @attrs.frozen

@@ -14,7 +14,6 @@ from typing import Any
 import attrs
 
 from allocators import DeviceType
-from backends.c.loading import DamagedArtifactError
 from backends.dace.compilation import (
     SDFGCompilation,
     SDFGCompilationError,
@@ -23,6 +22,7 @@ from backends.dace.compilation import (
 from backends.dace.loading import SDFGProgram, load_sdfg, load_sdfg_gpu
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, SDFGTranslation
 from pipeline.caching import CachedStep
+from pipeline.errors import DamagedArtifactError
 from pipeline.workflow import CompilePipeline
 
 __all__ = [

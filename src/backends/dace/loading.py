@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 
 from allocators import DeviceType
-from backends.c.loading import DamagedArtifactError
 from backends.dace import naming
 from backends.dace.compilation import artifact_files, artifact_hash
 from backends.dace.naming import SDFGInterface
 from pipeline.arguments import ArgumentChecker, resolve_domain
 from pipeline.dsl.types import FieldType
-from pipeline.errors import ArgumentError
+from pipeline.errors import ArgumentError, DamagedArtifactError
 from pipeline.stages import CompiledArtifact
 
 __all__ = ["SDFGProgram", "load_sdfg", "load_sdfg_gpu"]
