@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import types
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -437,14 +438,17 @@ def shift_expr(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
     raise TypeError(f"not an IR expression: {expr!r}")
 
 
-_OPERATOR_CACHE: dict[int, tuple[ProgramDefinition, FieldOperatorIR]] = {}
+# Parsed operators by definition (identity); an entry goes when its definition is collected.
+_OPERATOR_CACHE: weakref.WeakKeyDictionary[ProgramDefinition, FieldOperatorIR] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
     """Parse a field operator's definition into untyped IR (calls of others not inlined)."""
-    cached = _OPERATOR_CACHE.get(id(definition))
-    if cached is not None and cached[0] is definition:
-        return cached[1]
+    cached = _OPERATOR_CACHE.get(definition)
+    if cached is not None:
+        return cached
     function = definition.function
     source = function_source(function)
     params = parameter_types(function, source)
@@ -503,7 +507,7 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
         result_types,
         loc=source.location(source.function_def),
     )
-    _OPERATOR_CACHE[id(definition)] = (definition, operator)
+    _OPERATOR_CACHE[definition] = operator
     return operator
 
 

@@ -11,6 +11,7 @@ Rules (NumPy 2 style, minus implicit mixing of strong dtypes):
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -296,14 +297,16 @@ def _check_argument(
         )
 
 
-_TYPED: dict[int, tuple[FieldOperatorIR, FieldOperatorIR]] = {}
+# Typed operators by untyped operator (identity: a dict by id, whose entry is dropped when
+# the operator is collected; hashing an IR tree by value on every lookup would cost more).
+_TYPED: dict[int, FieldOperatorIR] = {}
 
 
 def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
     """Type a field operator's body and check its results against its annotation."""
     cached = _TYPED.get(id(operator))
-    if cached is not None and cached[0] is operator:
-        return cached[1]
+    if cached is not None:
+        return cached
     typer = _Typer({p.name: p.type for p in operator.params})
     body = tuple(typer.assign(a) for a in operator.body)
     results = tuple(typer.expr(r) for r in operator.results)
@@ -328,7 +331,8 @@ def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
                 result.loc,
             )
     typed = attrs.evolve(operator, body=body, results=results)
-    _TYPED[id(operator)] = (operator, typed)
+    _TYPED[id(operator)] = typed
+    weakref.finalize(operator, _TYPED.pop, id(operator), None)
     return typed
 
 
