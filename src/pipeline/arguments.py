@@ -21,7 +21,7 @@ from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DomainError
 from pipeline.ir.nodes import ProgramIR, Stencil
 
-__all__ = ["ArgumentChecker", "bind_arguments", "dtype_name", "resolve_domain"]
+__all__ = ["ArgumentChecker", "bind_arguments", "dtype_name", "overlap_pairs", "resolve_domain"]
 
 
 def dtype_name(dtype: object) -> str:
@@ -192,24 +192,19 @@ class ArgumentChecker:
 
     def _check_overlaps(self, stencil: Stencil, values: Mapping[str, Any]) -> None:
         """No output may share memory with another field its stencil reads or writes."""
-        touched = sorted({e.name for e in stencil.extents} | {t.name for t in stencil.outputs})
-        outputs = [t.name for t in stencil.outputs]
-        for out in outputs:
-            for other in touched:
-                if other == out or (other in outputs and outputs.index(other) < outputs.index(out)):
-                    continue
-                a, b = values[out], values[other]
-                if (
-                    isinstance(a, np.ndarray)
-                    and isinstance(b, np.ndarray)
-                    and np.may_share_memory(a, b)
-                ):
-                    raise ArgumentError(
-                        f"{self.ir.name}(): output {out!r} of {stencil.operator_name!r} shares "
-                        f"memory with {other!r}; a stencil cannot update an array it reads "
-                        "(results would depend on the order of evaluation), so pass a "
-                        "separate output array"
-                    )
+        for out, other in overlap_pairs(stencil):
+            a, b = values[out], values[other]
+            if (
+                isinstance(a, np.ndarray)
+                and isinstance(b, np.ndarray)
+                and np.may_share_memory(a, b)
+            ):
+                raise ArgumentError(
+                    f"{self.ir.name}(): output {out!r} of {stencil.operator_name!r} shares "
+                    f"memory with {other!r}; a stencil cannot update an array it reads "
+                    "(results would depend on the order of evaluation), so pass a "
+                    "separate output array"
+                )
 
     def _check_domains(self, stencil: Stencil, shapes: Mapping[str, tuple[int, ...]]) -> bool:
         """Check the stencil's domain; return whether it is non-empty."""
@@ -260,6 +255,22 @@ class ArgumentChecker:
                     f"{where}. Shrink the output slice or pass a larger {extent.name!r}"
                 )
         return True
+
+
+def overlap_pairs(stencil: Stencil) -> list[tuple[str, str]]:
+    """The (output, other field) pairs of ``stencil`` that must not share memory.
+
+    Every output against every other field the stencil reads or writes, each pair once.
+    Native checks use the same list, so both refuse exactly the same calls.
+    """
+    touched = sorted({e.name for e in stencil.extents} | {t.name for t in stencil.outputs})
+    outputs = [t.name for t in stencil.outputs]
+    return [
+        (out, other)
+        for out in outputs
+        for other in touched
+        if other != out and not (other in outputs and outputs.index(other) < outputs.index(out))
+    ]
 
 
 def _check_scalar(program: str, name: str, dtype: np.dtype[Any], value: object) -> None:

@@ -83,6 +83,20 @@ class DSLError(Exception):
         self.column = column
         self.source_line = source_line
 
+    @classmethod
+    def at(cls, location: object | None, message: str) -> DSLError:
+        """An error located at ``location`` (anything with ``filename``, ``line``,
+        ``column`` and ``source_line``, such as an IR ``SourceLocation``), or unlocated."""
+        if location is None:
+            return cls(message)
+        return cls(
+            message,
+            filename=getattr(location, "filename", None),
+            line=getattr(location, "line", None),
+            column=getattr(location, "column", None),
+            source_line=getattr(location, "source_line", None),
+        )
+
     def __str__(self) -> str:
         if self.filename is None or self.line is None:
             return self.message

@@ -16,6 +16,7 @@ import numpy as np
 
 from backends.c.codegen import StencilCode
 from backends.c.expressions import C_TYPES
+from pipeline.arguments import overlap_pairs
 from pipeline.dsl.types import FieldType, ScalarType, bool_, float32, float64, int32, int64
 from pipeline.ir.nodes import ProgramIR, Stencil
 
@@ -181,15 +182,10 @@ def _stencil_checks(
                 f"hi{index}[{slot}] + ({bound.upper}) > a.n_{extent.name}[{axis}]) Py_RETURN_NOTIMPLEMENTED;"
             )
     # No output may overlap another field argument its stencil reads or writes.
-    touched = sorted({e.name for e in stencil.extents} | {t.name for t in stencil.outputs})
-    outputs = [t.name for t in stencil.outputs]
-    for out in outputs:
-        for other in touched:
-            if other == out or (other in outputs and outputs.index(other) < outputs.index(out)):
-                continue
-            lines.append(
-                f"            if (sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;"
-            )
+    for out, other in overlap_pairs(stencil):
+        lines.append(
+            f"            if (sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;"
+        )
     lines.append("        }")
     lines.append("    }")
     return lines

@@ -14,6 +14,7 @@ from backends.c import bindings, codegen, expressions, runtime
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.runtime import RUNTIME_C
+from pipeline import arguments
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.ir.nodes import ProgramIR
@@ -22,8 +23,9 @@ from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 
 C_SOURCE = SourceFormat("c", DeviceType.CPU)
+# pipeline.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
-    loops, codegen, expressions, bindings, runtime, sys.modules[__name__]
+    loops, codegen, expressions, bindings, runtime, arguments, sys.modules[__name__]
 )
 
 

@@ -38,14 +38,7 @@ class FunctionSource:
 
     def error(self, cls: type[DSLError], message: str, node: ast.AST) -> DSLError:
         """An error of class ``cls`` located at ``node``."""
-        loc = self.location(node)
-        return cls(
-            message,
-            filename=loc.filename,
-            line=loc.line,
-            column=loc.column,
-            source_line=loc.source_line,
-        )
+        return cls.at(self.location(node), message)
 
 
 def function_source(function: Callable[..., Any]) -> FunctionSource:

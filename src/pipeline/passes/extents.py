@@ -76,16 +76,12 @@ def _check_no_shifted_self_reads(
     for extent in extents:
         if extent.name in written and any(d.lower or d.upper for d in extent.dims):
             reach = ", ".join(f"{d.dim}[{d.lower:+d}, {d.upper:+d}]" for d in extent.dims)
-            loc = stencil.loc
-            raise DSLTypeError(
+            raise DSLTypeError.at(
+                stencil.loc,
                 f"{program_name}: the call of {stencil.operator_name!r} writes {extent.name!r} "
                 f"and also reads it at shifted positions ({reach}); the result would depend on "
                 "the order points are computed in. Pass the input and the output as separate "
                 "arrays",
-                filename=loc.filename if loc else None,
-                line=loc.line if loc else None,
-                column=loc.column if loc else None,
-                source_line=loc.source_line if loc else None,
             )
 
 

@@ -47,15 +47,7 @@ _KEEPS_INTEGERS = frozenset({"floor", "ceil", "abs"})
 
 
 def _error(message: str, loc: SourceLocation | None) -> DSLError:
-    if loc is None:
-        return DSLTypeError(message)
-    return DSLTypeError(
-        message,
-        filename=loc.filename,
-        line=loc.line,
-        column=loc.column,
-        source_line=loc.source_line,
-    )
+    return DSLTypeError.at(loc, message)
 
 
 def _dtype(t: Type) -> np.dtype[Any]:
