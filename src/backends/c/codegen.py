@@ -7,19 +7,27 @@ vectorize. The outer dimensions are cut into tiles, distributed by OpenMP. Local
 read at shifted positions become *temporaries*: computed once per tile over the tile plus
 their extent into a per-thread buffer, instead of being recomputed at every use (with
 ``temporaries=False`` they are recomputed inline).
+
+A tile is computed in one *sweep* over its outer points rather than one loop nest per
+temporary: each statement (a temporary's store, or the outputs') is shifted so that
+everything it reads was computed at an earlier point of the sweep, or earlier in the same
+point's body (ADR 0009). Where every statement is active, one inner loop computes them all,
+so values and loads shared between statements stay in registers and the temporaries are
+read back while still in L1; at the tile's edges each active statement has its own inner
+loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import attrs
 
 from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
-from pipeline.ir.nodes import ProgramIR, Stencil
+from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
+from pipeline.passes.traversal import walk
 
 __all__ = ["StencilCode", "generate_stencil"]
 
@@ -38,6 +46,26 @@ class _Temporary:
     name: str
     ctype: str
     extent: Mapping[str, tuple[int, int]]
+
+
+#: Emits one statement into a loop body: returns the statement's store lines.
+_Emit = Callable[[ExpressionEmitter], list[str]]
+
+
+@attrs.frozen
+class _Statement:
+    """One statement of a tile's sweep.
+
+    Attributes:
+        emit: writes the statement's computation and stores into a loop body.
+        bounds: per outer dimension, the (lower, upper) sweep positions where the statement
+            is active, relative to the tile's start and end: ``[tb + lower, te + upper)``.
+        inner: the (lower, upper) reach of its inner loop around the domain.
+    """
+
+    emit: _Emit
+    bounds: Mapping[str, tuple[int, int]]
+    inner: tuple[int, int]
 
 
 class _StencilGenerator:
@@ -103,26 +131,123 @@ class _StencilGenerator:
             index = position if not index else f"({index}) * w_{temp.name}_{dim} + {position}"
         return index
 
-    # -- loops -------------------------------------------------------------------------------
-    def _loop_nest(
-        self, ranges: Mapping[str, tuple[str, str]], indent: str, emit_body: Any
-    ) -> list[str]:
+    # -- the sweep ---------------------------------------------------------------------------
+    def _temporary_reads(self, expr: Expr, shift: Offsets) -> Iterator[tuple[str, Offsets]]:
+        """The temporaries ``expr`` reads at ``shift``, and where (through inlined locals)."""
+        for node in walk(expr):
+            if not isinstance(node, Ref):
+                continue
+            offsets = combine_offsets(shift, node.offsets)
+            if node.name in self.temporaries:
+                yield node.name, offsets
+            elif node.name in self.definitions:
+                yield from self._temporary_reads(self.definitions[node.name], offsets)
+
+    def _plan_sweep(self) -> tuple[list[_Statement], bool]:
+        """The statements of the sweep in order, and whether one inner loop may run them all.
+
+        The outputs are computed at the sweep position itself; each temporary (in reverse
+        definition order) is shifted ahead of its readers by the most any of them reaches
+        forward, per outer dimension. A read then never looks at a point later in the sweep
+        than its reader's. One inner loop may compute all statements unless a read at the
+        same sweep position looks along the inner dimension (the value there is computed in a
+        later iteration of that loop); temporaries without inner extent rule that out.
+        """
+        outer, inner = self.dims[:-1], self.dims[-1]
+        temps = list(self.temporaries.values())
+        reads: dict[str | None, list[tuple[str, Offsets]]] = {
+            None: [r for result in self.stencil.results for r in self._temporary_reads(result, ())]
+        }
+        for temp in temps:
+            reads[temp.name] = list(self._temporary_reads(self.definitions[temp.name], ()))
+        shifts: dict[str | None, dict[str, int]] = {None: dict.fromkeys(outer, 0)}
+        for temp in reversed(temps):
+            reaches = [
+                (reader, dict(offsets))
+                for reader, found in reads.items()
+                if reader in shifts
+                for name, offsets in found
+                if name == temp.name
+            ]
+            shifts[temp.name] = {
+                d: max((shifts[r][d] + o.get(d, 0) for r, o in reaches), default=0) for d in outer
+            }
+        statements = []
+        for temp in temps:
+            shift = shifts[temp.name]
+            statements.append(
+                _Statement(
+                    self._temporary_store(temp, combine_offsets((), tuple(shift.items()))),
+                    {
+                        d: (temp.extent[d][0] - shift[d], temp.extent[d][1] - shift[d])
+                        for d in outer
+                    },
+                    temp.extent[inner],
+                )
+            )
+        statements.append(_Statement(self._store_outputs, dict.fromkeys(outer, (0, 0)), (0, 0)))
+        fusable = all(temp.extent[inner] == (0, 0) for temp in temps)
+        return statements, fusable
+
+    def _sweep(self, statements: Sequence[_Statement], fusable: bool, indent: str) -> list[str]:
+        """Loops over the tile's outer points (plus reach) running the active statements."""
+        outer = self.dims[:-1]
+        first = {d: min(s.bounds[d][0] for s in statements) for d in outer}
+        last = {d: max(s.bounds[d][1] for s in statements) for d in outer}
         lines = []
-        for depth, dim in enumerate(self.dims):
-            lo, hi = ranges[dim]
-            pad = indent + "    " * depth
-            if depth == len(self.dims) - 1:
-                # No iteration depends on another (outputs never alias inputs: checked at
-                # the call), so skip gcc's alias versioning and peeling on short rows.
-                lines.append(f"{pad}#pragma omp simd")
-            lines.append(f"{pad}for (int64_t x_{dim} = {lo}; x_{dim} < {hi}; ++x_{dim}) {{")
-        inner = indent + "    " * len(self.dims)
-        body = ExpressionEmitter(self.read, inner)
-        tail = emit_body(body)
-        lines.extend(body.lines)
-        lines.extend(inner + line for line in tail)
-        for depth in reversed(range(len(self.dims))):
-            lines.append(indent + "    " * depth + "}")
+        for depth, d in enumerate(outer):
+            lines.append(
+                f"{indent}{'    ' * depth}for (int64_t x_{d} = tb_{d} + {first[d]}; "
+                f"x_{d} < te_{d} + {last[d]}; ++x_{d}) {{"
+            )
+        pad = indent + "    " * len(outer)
+        guards: list[list[str]] = []
+        for statement in statements:
+            conditions = []
+            for d in outer:
+                lower, upper = statement.bounds[d]
+                if lower > first[d]:
+                    conditions.append(f"x_{d} >= tb_{d} + {lower}")
+                if upper < last[d]:
+                    conditions.append(f"x_{d} < te_{d} + {upper}")
+            guards.append(conditions)
+        separate: list[str] = []
+        for statement, guard in zip(statements, guards, strict=True):
+            loop = self._inner_loop(statement.inner, [statement.emit], pad + "    " * bool(guard))
+            separate += [f"{pad}if ({' && '.join(guard)}) {{", *loop, f"{pad}}}"] if guard else loop
+        everywhere = " && ".join(dict.fromkeys(c for guard in guards for c in guard))
+        if not fusable:
+            lines += separate
+        elif not everywhere:
+            lines += self._inner_loop((0, 0), [s.emit for s in statements], pad)
+        else:
+            lines.append(f"{pad}if ({everywhere}) {{")
+            lines += self._inner_loop((0, 0), [s.emit for s in statements], pad + "    ")
+            lines.append(f"{pad}}} else {{")
+            lines += ["    " + line for line in separate]
+            lines.append(f"{pad}}}")
+        for depth in reversed(range(len(outer))):
+            lines.append(f"{indent}{'    ' * depth}}}")
+        return lines
+
+    def _inner_loop(self, reach: tuple[int, int], emits: Sequence[_Emit], indent: str) -> list[str]:
+        """One inner-dimension loop computing ``emits`` in order at every point."""
+        inner = self.dims[-1]
+        lines = [
+            # No iteration depends on another (outputs never alias inputs: checked at the
+            # call), so skip gcc's alias versioning and peeling on short rows.
+            f"{indent}#pragma omp simd",
+            f"{indent}for (int64_t x_{inner} = lo_{inner} + {reach[0]}; "
+            f"x_{inner} < hi_{inner} + {reach[1]}; ++x_{inner}) {{",
+        ]
+        body = ExpressionEmitter(self.read, indent + "    ")
+        for emit in emits:
+            # Each statement's stores precede the next statement's loads, which may read them.
+            start = len(body.lines)
+            stores = emit(body)
+            lines += body.lines[start:]
+            lines += [indent + "    " + store for store in stores]
+        lines.append(f"{indent}}}")
         return lines
 
     def generate(self) -> StencilCode:
@@ -159,20 +284,13 @@ class _StencilGenerator:
                     f"    const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};"
                 )
         block_lo = {d: f"tb_{d}" for d in outer} | {inner: f"lo_{inner}"}
-        block_hi = {d: f"te_{d}" for d in outer} | {inner: f"hi_{inner}"}
         for temp in temps:
             for d in dims:
                 lines.append(
                     f"    const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
                 )
-            ranges = {
-                d: (f"{block_lo[d]} + {temp.extent[d][0]}", f"{block_hi[d]} + {temp.extent[d][1]}")
-                for d in dims
-            }
-            lines += self._loop_nest(ranges, "    ", self._temporary_store(temp))
-        lines += self._loop_nest(
-            {d: (block_lo[d], block_hi[d]) for d in dims}, "    ", self._store_outputs
-        )
+        statements, fusable = self._plan_sweep()
+        lines += self._sweep(statements, fusable, "    ")
         lines.append("}")
 
         n_outer = max(1, len(outer))
@@ -197,7 +315,7 @@ class _StencilGenerator:
         lines += self._allocate(temps, "            ")
         # Every thread must reach the work-sharing loop or none may: agree on allocation
         # failure behind a barrier first.
-        lines.append(f"            if (!({' && '.join(f't_{t.name}' for t in temps) or '1'})) {{")
+        lines.append(f"            if ({'!sf_block' if temps else '0'}) {{")
         lines.append("                #pragma omp atomic write")
         lines.append("                failed = 1;")
         lines.append("            }")
@@ -230,23 +348,26 @@ class _StencilGenerator:
             indent = indent[:-4]
             lines.append(f"{indent}}}")
         lines.append("            }")
-        lines += [f"            free(t_{t.name});" for t in temps]
+        lines += self._release(temps, "            ")
         lines.append("        }")
         lines.append("    } else {")
         whole = ", ".join(f"hi_{d} - lo_{d}" for d in outer) or "1"
         lines.append(f"        const int64_t tile[{n_outer}] = {{{whole}}};")
         lines += self._allocate(temps, "        ")
-        lines.append(f"        if ({' && '.join(f't_{t.name}' for t in temps) or '1'}) {{")
+        lines.append(f"        if ({'sf_block' if temps else '1'}) {{")
         lines.append(f"            {name}_tile(a, lo, hi, tile, lo, hi{temp_args});")
         lines.append("        } else { failed = 1; }")
-        lines += [f"        free(t_{t.name});" for t in temps]
+        lines += self._release(temps, "        ")
         lines.append("    }")
         lines.append("    return failed ? -1 : 0;")
         lines.append("}")
         return StencilCode(name, "\n".join(lines), dims)
 
     def _allocate(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
-        """Per-thread buffers of the temporaries, sized for one tile plus its extent."""
+        """The thread's buffers of the temporaries, sized for one tile plus their extent, cut
+        from its scratch block (``sf_block`` is NULL when out of memory)."""
+        if not temps:
+            return []
         outer, inner = self.dims[:-1], self.dims[-1]
         lines = []
         for temp in temps:
@@ -259,16 +380,30 @@ class _StencilGenerator:
                 + [f"(hi_{inner} - lo_{inner} + {upper - lower})"]
             )
             lines.append(
-                f"{indent}{temp.ctype}* t_{temp.name} = ({temp.ctype}*)malloc(sizeof({temp.ctype}) * {span});"
+                f"{indent}const size_t z_{temp.name} = sf_round64(sizeof({temp.ctype}) * {span});"
             )
+        total = " + ".join(f"z_{t.name}" for t in temps)
+        lines.append(f"{indent}int sf_owned;")
+        lines.append(f"{indent}char* sf_block = sf_scratch({total}, &sf_owned);")
+        offset = "0"
+        for temp in temps:
+            lines.append(
+                f"{indent}{temp.ctype}* t_{temp.name} = "
+                f"sf_block ? ({temp.ctype}*)(sf_block + {offset}) : NULL;"
+            )
+            offset = f"{offset} + z_{temp.name}" if offset != "0" else f"z_{temp.name}"
         return lines
 
-    def _temporary_store(self, temp: _Temporary) -> Any:
+    def _release(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
+        return [f"{indent}if (sf_owned) free(sf_block);"] if temps else []
+
+    def _temporary_store(self, temp: _Temporary, shift: Offsets) -> _Emit:
+        """Computes ``temp`` at the sweep position moved by ``shift`` into its buffer."""
         definition = self.definitions[temp.name]
-        index = self._temp_index(temp, {})
+        index = self._temp_index(temp, dict(shift))
 
         def store(body: ExpressionEmitter) -> list[str]:
-            return [f"t_{temp.name}[{index}] = {body.value(definition, ())};"]
+            return [f"t_{temp.name}[{index}] = {body.value(definition, shift)};"]
 
         return store
 

@@ -14,6 +14,7 @@ from backends.c import bindings, codegen, expressions, runtime
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.runtime import RUNTIME_C
+from backends.c.scratch import SCRATCH_C
 from pipeline import arguments
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
@@ -98,5 +99,5 @@ class CTranslation:
             for index, stencil in enumerate(ir.stencils)
         ]
         module_name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
-        text = generate_module(ir, module_name, stencils, unit, RUNTIME_C)
+        text = generate_module(ir, module_name, stencils, unit, f"{RUNTIME_C}\n{SCRATCH_C}")
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)

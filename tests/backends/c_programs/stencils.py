@@ -100,3 +100,14 @@ def clipped(a: IJK) -> IJK:
 @program
 def clip_program(a: IJK, out: IJK):
     clipped(a, out=out)
+
+
+@field_operator
+def vertical_chain(f: IJK) -> IJK:
+    smooth = f(K - 1) + 2.0 * f + f(K + 1)
+    return smooth(K + 1) - smooth(I - 1)
+
+
+@program
+def vertical_chain_program(inp: IJK, out: IJK):
+    vertical_chain(inp, out=out[1:-1, 1:-1, 2:-2])
