@@ -156,7 +156,7 @@ def test_chains_of_shifted_temporaries_agree_exactly_with_embedded_numpy(
 
 def _inner_loops(source: str) -> list[str]:
     """The bodies of the ``#pragma omp simd`` loops of the first stencil's tile function."""
-    tile = source[source.index("sf_stencil_0_tile(") : source.index("static int sf_stencil_0(")]
+    tile = source[source.index("sf_stencil_0_tile(") : source.index("int sf_stencil_0(")]
     bodies = []
     for part in tile.split("#pragma omp simd")[1:]:
         lines = part.splitlines()
@@ -186,8 +186,6 @@ def test_hdiff_computes_every_temporary_and_the_output_in_one_inner_loop():
 
 def test_a_temporary_read_along_the_inner_dimension_gets_loops_of_its_own():
     inp = np.zeros((12, 12, 12))
-    source = stencils.vertical_chain_program.with_backend(backends.c_cpu).translate(
-        inp, inp.copy()
-    )
+    source = stencils.vertical_chain_program.with_backend(backends.c_cpu).translate(inp, inp.copy())
     for body in _inner_loops(source.text):
         assert not (re.search(r"\bt_\w+\[[^\]]*\] = ", body) and "p_out[" in body)

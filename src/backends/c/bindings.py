@@ -16,6 +16,8 @@ import numpy as np
 
 from backends.c.codegen import StencilCode
 from backends.c.expressions import C_TYPES
+from backends.c.runtime import BOOL_TYPEDEF
+from backends.c.units import join_units
 from pipeline.arguments import overlap_pairs
 from pipeline.dsl.types import FieldType, ScalarType, bool_, float32, float64, int32, int64
 from pipeline.ir.nodes import ProgramIR, Stencil
@@ -198,18 +200,36 @@ def generate_module(
     unit_stride: Mapping[str, bool],
     runtime: str,
 ) -> str:
-    """The complete C source of the extension module ``module_name``."""
+    """The complete C source of the extension module ``module_name``: two translation units,
+    ``stencils`` (``runtime`` and the stencil functions, no Python headers) and ``bindings``
+    (the module and its ``run``), built concurrently."""
+    kernels = [runtime, *_struct(program), *(code.text for _, code in stencils)]
+    return join_units(
+        {
+            "stencils": "\n".join(kernels),
+            "bindings": _bindings(program, module_name, stencils, unit_stride),
+        }
+    )
+
+
+def _bindings(
+    program: ProgramIR,
+    module_name: str,
+    stencils: Sequence[tuple[Stencil, StencilCode]],
+    unit_stride: Mapping[str, bool],
+) -> str:
     written = {t.name for s in program.stencils for t in s.outputs}
     out = [
         "#define PY_SSIZE_T_CLEAN",
         "#include <Python.h>",
         "#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION",
         "#include <numpy/arrayobject.h>",
-        runtime,
+        "#include <stdint.h>",
+        BOOL_TYPEDEF,
         *_struct(program),
+        *(f"{code.signature};" for _, code in stencils),
         _HELPERS,
     ]
-    out.extend(code.text for _, code in stencils)
     out.append("static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {")
     out.append("    (void)self;")
     out.append(f"    if (nargs != {len(program.params)}) Py_RETURN_NOTIMPLEMENTED;")

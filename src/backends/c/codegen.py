@@ -34,9 +34,17 @@ __all__ = ["StencilCode", "generate_stencil"]
 
 @attrs.frozen
 class StencilCode:
-    """The C function of one stencil and what the bindings need to call it."""
+    """The C function of one stencil and what the bindings need to call it.
+
+    Attributes:
+        name: the function's name.
+        signature: its declaration (without the ``;``), for the unit that calls it.
+        text: its definition and the helpers it needs.
+        iteration_dims: the dimensions of its domain, outermost first.
+    """
 
     name: str
+    signature: str
     text: str
     iteration_dims: tuple[str, ...]
 
@@ -295,9 +303,12 @@ class _StencilGenerator:
 
         n_outer = max(1, len(outer))
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
-        lines.append(
-            f"static int {name}(const sf_args* restrict a, const int64_t* lo, const int64_t* hi) {{"
+        # Hidden: called from the bindings' translation unit, never from outside the module.
+        signature = (
+            f'__attribute__((visibility("hidden"))) int {name}'
+            "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
         )
+        lines.append(f"{signature} {{")
         lines += [
             f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
         ]
@@ -361,7 +372,7 @@ class _StencilGenerator:
         lines.append("    }")
         lines.append("    return failed ? -1 : 0;")
         lines.append("}")
-        return StencilCode(name, "\n".join(lines), dims)
+        return StencilCode(name, signature, "\n".join(lines), dims)
 
     def _allocate(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
         """The thread's buffers of the temporaries, sized for one tile plus their extent, cut

@@ -24,6 +24,7 @@ import attrs
 import numpy as np
 
 from backends.c.translation import C_SOURCE
+from backends.c.units import split_units
 from backends.cache import sweep_stale_builds
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
@@ -166,28 +167,53 @@ class CCompilation:
         key = fingerprint((self, source.text))[:24]
         target = builds / f"{source.entry_point}.{key}.so"
         workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
-        c_file = workdir / f"{source.entry_point}.c"
-        c_file.write_text(source.text)
         built = workdir / f"{source.entry_point}.so"
-        command = [
-            self.compiler,
-            *self.flags,
-            f"-I{sysconfig.get_paths()['include']}",
-            f"-I{np.get_include()}",
-            str(c_file),
-            "-o",
-            str(built),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise CompilationError(
-                f"compiling {source.entry_point} failed (exit {result.returncode}); source kept "
-                f"in {c_file}\n{' '.join(command)}\n{result.stderr[-4000:]}"
+        includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
+        units = split_units(source.text, source.entry_point)
+        files = []
+        for name, text in units:
+            files.append(workdir / f"{name}.c")
+            files[-1].write_text(text)
+        if len(files) == 1:
+            self._run([[self.compiler, *self.flags, *includes, str(files[0]), "-o", str(built)]])
+        else:
+            # Units compile concurrently (the machine's other cores are otherwise idle), then
+            # one link.
+            objects = [str(file.with_suffix(".o")) for file in files]
+            self._run(
+                [
+                    [self.compiler, *self.flags, *includes, "-c", str(file), "-o", obj]
+                    for file, obj in zip(files, objects, strict=True)
+                ]
             )
+            self._run([[self.compiler, *self.flags, *objects, "-o", str(built)]])
         content_hash = fingerprint_bytes(built.read_bytes())
         os.replace(built, target)  # the publish: atomic on one filesystem
         shutil.rmtree(workdir, ignore_errors=True)
         return CompiledArtifact(str(target), content_hash, source.entry_point, source)
+
+    @staticmethod
+    def _run(commands: list[list[str]]) -> None:
+        """Run ``commands`` at once and wait for all of them.
+
+        Raises:
+            CompilationError: one failed (the first, with its command and error output).
+        """
+        running = [
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for command in commands
+        ]
+        outcomes = [(process.communicate()[1], process.returncode) for process in running]
+        for command, (stderr, returncode) in zip(commands, outcomes, strict=True):
+            if returncode != 0:
+                raise _failure(command, returncode, stderr)
+
+
+def _failure(command: list[str], returncode: int, stderr: str) -> CompilationError:
+    return CompilationError(
+        f"compiling failed (exit {returncode}); sources kept in "
+        f"{Path(command[-1]).parent}\n{' '.join(command)}\n{stderr[-4000:]}"
+    )
 
 
 def artifact_is_intact(artifact: CompiledArtifact) -> bool:

@@ -7,7 +7,10 @@ results, so compiled and embedded backends agree bit for bit on integer code.
 
 from __future__ import annotations
 
-__all__ = ["RUNTIME_C"]
+__all__ = ["BOOL_TYPEDEF", "RUNTIME_C"]
+
+#: The C type of DSL booleans (NumPy's one-byte bool); every unit that names it needs this.
+BOOL_TYPEDEF = "typedef unsigned char sf_bool;"
 
 _INTEGER_TEMPLATE = """
 static inline {t} sf_floordiv_{s}({t} a, {t} b) {{
@@ -75,7 +78,7 @@ RUNTIME_C = "\n".join(
         "#include <stdint.h>",
         "#include <stdlib.h>",
         "#include <string.h>",
-        "typedef unsigned char sf_bool;",
+        BOOL_TYPEDEF,
         _INTEGER_TEMPLATE.format(t="int32_t", u="uint32_t", s="i32"),
         _INTEGER_TEMPLATE.format(t="int64_t", u="uint64_t", s="i64"),
         _FLOAT_TEMPLATE.format(t="float", s="f32", f="f", lit="f"),

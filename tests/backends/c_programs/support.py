@@ -18,12 +18,17 @@ TESTS_BACKENDS = Path(__file__).resolve().parent.parent
 
 _WRAPPER = """\
 #!/bin/sh
-# A C compiler that logs every invocation, for the c_cpu tests. Builds (those with -o) are
-# logged as "compile", everything else (--version, target queries) as "probe". Around a
-# build it creates compile-started / compile-finished next to itself and sleeps
-# $SF_TEST_CC_BEFORE / $SF_TEST_CC_AFTER seconds, so a test can kill its caller mid-build.
+# A C compiler that logs every invocation, for the c_cpu tests. Translation units compiled
+# on their own (-c) are logged as "unit"; builds of the module (the link, or one command
+# that compiles and links) as "compile"; everything else (--version, target queries) as
+# "probe". Around a build it creates compile-started / compile-finished next to itself and
+# sleeps $SF_TEST_CC_BEFORE / $SF_TEST_CC_AFTER seconds, so a test can kill its caller
+# mid-build.
 here=$(dirname "$0")
 case " $* " in
+  *" -c "*)
+    echo "unit $$ $*" >> "$here/cc.log"
+    exec {compiler} "$@" ;;
   *" -o "*)
     echo "compile $$ $*" >> "$here/cc.log"
     : > "$here/compile-started"
@@ -55,12 +60,12 @@ class CompilerWrapper:
         self.log.touch()
 
     def lines(self, kind: str) -> list[str]:
-        """Logged invocations of ``kind`` (``"compile"`` or ``"probe"``)."""
+        """Logged invocations of ``kind`` (``"compile"``, ``"unit"`` or ``"probe"``)."""
         return [line for line in self.log.read_text().splitlines() if line.startswith(kind + " ")]
 
     @property
     def compiles(self) -> int:
-        """How many builds (compiler runs with ``-o``) were started so far."""
+        """How many module builds (links, or single-command builds) were started so far."""
         return len(self.lines("compile"))
 
     def marker(self, name: str) -> Path:

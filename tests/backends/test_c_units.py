@@ -1,0 +1,74 @@
+"""Translation units travelling in one C source text, and building them concurrently."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from backends.c import C_SOURCE, CCompilation, CompilationError
+from backends.c.units import join_units, split_units
+from pipeline.stages import ProgramSource
+
+_NAMES = st.text("abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12)
+_TEXTS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200).map(
+    lambda text: text.replace("/*", "/ *")
+)
+
+
+@given(st.dictionaries(_NAMES, _TEXTS, min_size=1, max_size=4))
+def test_units_round_trip_through_one_text(units):
+    assert split_units(join_units(units), "default") == list(units.items())
+
+
+def test_a_text_without_markers_is_one_unit_under_the_default_name():
+    assert split_units("int x;\n", "module") == [("module", "int x;\n")]
+
+
+def test_text_before_the_first_marker_is_refused():
+    text = "int stray;\n" + join_units({"a": "int a;\n"})
+    with pytest.raises(ValueError, match="before the first"):
+        split_units(text, "module")
+
+
+def test_repeated_unit_names_are_refused():
+    text = join_units({"a": "int a;\n"}) + "\n" + join_units({"a": "int b;\n"})
+    with pytest.raises(ValueError, match="repeat"):
+        split_units(text, "module")
+
+
+def test_unit_names_must_be_words():
+    with pytest.raises(ValueError, match="letters, digits"):
+        join_units({"a b": "int a;\n"})
+
+
+def _source(units: dict[str, str]) -> ProgramSource:
+    return ProgramSource(C_SOURCE, join_units(units), "sf_units_test")
+
+
+def test_an_error_in_one_unit_names_that_unit_and_keeps_the_sources(tmp_path):
+    compilation = CCompilation(str(tmp_path / "cache"))
+    broken = _source(
+        {"good": "int good(void) { return 1; }\n", "bad": "int bad(void) { return }\n"}
+    )
+    with pytest.raises(CompilationError) as caught:
+        compilation(broken)
+    message = str(caught.value)
+    assert "bad.c" in message and "error" in message
+    kept = next((tmp_path / "cache" / "tmp").glob("sf_units_test-*"))
+    assert (kept / "bad.c").read_text() == "int bad(void) { return }\n"
+    assert not list((tmp_path / "cache" / "builds").iterdir())
+
+
+def test_units_are_compiled_separately_and_linked_into_one_object(tmp_path):
+    compilation = CCompilation(str(tmp_path / "cache"))
+    # Each unit alone: the second calls a function only the first defines.
+    units = {
+        "one": "int sf_one(void) { return 41; }\n",
+        "two": "int sf_one(void);\nint sf_two(void) { return sf_one() + 1; }\n",
+    }
+    artifact = compilation(_source(units))
+    symbols = ctypes.CDLL(artifact.path)
+    assert symbols.sf_two() == 42
