@@ -75,7 +75,13 @@ class PipelineFigures:
 
 
 def _probe(backend: str, workload: str, cache_dir: str, timeout: float) -> dict[str, Any]:
-    environment = {**os.environ, "STENCILFORGE_CACHE_DIR": cache_dir}
+    # A user's installation has its modules' bytecode; without it every lazy import inside
+    # the timed region compiles source. So the probes may write and read .pyc files even
+    # where this process was told not to.
+    environment = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        "STENCILFORGE_CACHE_DIR": cache_dir,
+    }
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.probe", backend, workload],
         cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True,
