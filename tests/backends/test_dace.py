@@ -185,6 +185,43 @@ def test_repeated_calls_reuse_the_signature_and_see_new_data():
     assert out[3, 3, 1] == -12.0
 
 
+def test_repeat_calls_enter_the_sdfg_directly_unless_a_dace_hook_is_registered():
+    import dace.hooks
+
+    prog = corpus.lap.with_backend(backends.dace_cpu)
+    inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
+    prog(inp, out)
+    executable = prog.compile(inp, out)
+    executable(inp, out)
+    assert executable._entry is not None
+    calls = []
+    handle = dace.hooks.register_compiled_sdfg_call_hook(
+        before_hook=lambda compiled, args: calls.append(compiled)
+    )
+    try:
+        inp[3, 3, 1] = 5.0
+        assert executable.fast_entry(inp, out) is None
+        assert out[3, 3, 1] == -16.0  # -4 * 5 + 4 neighbours of 1
+        assert len(calls) == 1  # through DaCe's fast_call, which ran the hook
+    finally:
+        dace.hooks.unregister_compiled_sdfg_call_hook(handle)
+    inp[3, 3, 1] = 6.0
+    assert executable.fast_entry(inp, out) is None
+    assert out[3, 3, 1] == -20.0
+    assert len(calls) == 1  # directly
+
+
+def test_a_fast_call_refuses_an_output_made_read_only_since():
+    prog = corpus.lap.with_backend(backends.dace_cpu)
+    inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
+    executable = prog.compile(inp, out)
+    executable(inp, out)
+    out.flags.writeable = False
+    assert executable.fast_entry(inp, out) is NotImplemented
+    with pytest.raises(ArgumentError):
+        prog(inp, out)
+
+
 def test_an_in_place_reshape_is_not_run_with_the_old_sizes():
     prog = corpus.lap.with_backend(backends.dace_cpu)
     inp, out = np.ones((8, 8, 4)), np.zeros((8, 8, 4))
