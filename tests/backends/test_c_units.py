@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backends.c import C_SOURCE, CCompilation, CompilationError
+from backends.c.compilation import compiler_identity
 from backends.c.units import join_units, split_units
 from pipeline.stages import ProgramSource
 
@@ -72,3 +73,10 @@ def test_units_are_compiled_separately_and_linked_into_one_object(tmp_path):
     artifact = compilation(_source(units))
     symbols = ctypes.CDLL(artifact.path)
     assert symbols.sf_two() == 42
+
+
+@pytest.mark.parametrize("compiler", ["/nonexistent/stencilforge-cc", "false"])
+def test_a_compiler_that_cannot_run_is_named_with_what_to_do(compiler):
+    with pytest.raises(CompilationError, match="cannot run the C compiler") as caught:
+        compiler_identity(compiler)
+    assert compiler in str(caught.value) and "$CC" in str(caught.value)

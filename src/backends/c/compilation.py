@@ -91,25 +91,34 @@ def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
 
 
 def _ask_compiler(compiler: str) -> str:
+    # Both questions at once: each is a compiler start-up, on the path of a cold first call.
     try:
-        version = subprocess.run(
-            [compiler, "--version"], capture_output=True, text=True, check=True
+        version = subprocess.Popen(
+            [compiler, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-    except (OSError, subprocess.CalledProcessError) as error:
+        target = subprocess.Popen(
+            [compiler, "-march=native", "-Q", "--help=target"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    except OSError as error:
         raise CompilationError(
             f"cannot run the C compiler {compiler!r} ({error}); install gcc or clang, or set "
             "$CC to a working compiler"
         ) from error
-    march = subprocess.run(
-        [compiler, "-march=native", "-Q", "--help=target"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
+    banner, version_errors = version.communicate()
+    march = target.communicate()[0]
+    if version.returncode != 0:
+        raise CompilationError(
+            f"cannot run the C compiler {compiler!r} (`{compiler} --version` exited with "
+            f"{version.returncode}: {version_errors.strip()[-400:]}); install gcc or clang, or "
+            "set $CC to a working compiler"
+        )
     arch = next(
         (line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), ""
     )
-    return f"{version.stdout.strip()} march={arch}"
+    return f"{banner.strip()} march={arch}"
 
 
 def _default_flags() -> tuple[str, ...]:
