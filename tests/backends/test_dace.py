@@ -103,6 +103,27 @@ def test_locals_read_at_shifts_become_transients_unless_temporaries_are_off():
     assert not any(d.transient for d in inline.arrays.values())
 
 
+def test_cpu_tasklets_compute_rows_in_simd_loops_and_gpu_tasklets_points():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+
+    program = backends.dace_cpu.frontend_program(corpus.hdiff_program.definition)
+    for device, rows in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
+        sdfg = dace.SDFG.from_json(
+            json.loads(SDFGTranslation(device_type=device)(program).text)
+        )
+        maps = [n.map for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+        tasklets = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)]
+        assert maps and tasklets
+        if rows:
+            # Maps over I and J only; each tasklet loops over K.
+            assert all(m.params == ["x_I", "x_J"] for m in maps)
+            assert all("#pragma omp simd" in t.code.as_string for t in tasklets)
+        else:
+            assert not any("#pragma omp simd" in t.code.as_string for t in tasklets)
+
+
 def test_the_gpu_translation_puts_arguments_in_gpu_global_memory():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
