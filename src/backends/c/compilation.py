@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from backends.c import units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
 from backends.cache import sweep_stale_builds
@@ -163,7 +164,7 @@ class CCompilation:
             sysconfig.get_paths()["include"],
             np.__version__,
             package_version(),
-            source_digest(sys.modules[__name__]),
+            source_digest(sys.modules[__name__], units),
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:

@@ -10,7 +10,7 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import bindings, codegen, expressions, runtime
+from backends.c import bindings, codegen, expressions, runtime, scratch, units
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.runtime import RUNTIME_C
@@ -26,7 +26,15 @@ __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 C_SOURCE = SourceFormat("c", DeviceType.CPU)
 # pipeline.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
-    loops, codegen, expressions, bindings, runtime, arguments, sys.modules[__name__]
+    loops,
+    codegen,
+    expressions,
+    bindings,
+    runtime,
+    scratch,
+    units,
+    arguments,
+    sys.modules[__name__],
 )
 
 
