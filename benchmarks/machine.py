@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "CopyBandwidth",
     "MachineInfo",
+    "better_copy_bandwidth",
     "copy_bandwidth",
     "find_compiler",
     "last_level_cache_bytes",
@@ -80,6 +81,16 @@ class CopyBandwidth:
     bytes_per_second: float
     array_bytes: int
     method: str
+    #: every measurement's bytes per second, in order (``bytes_per_second`` is the best)
+    measurements: tuple[float, ...] = ()
+
+
+def better_copy_bandwidth(first: CopyBandwidth, second: CopyBandwidth) -> CopyBandwidth:
+    """The higher of two copy bandwidth measurements, recording both."""
+    best = max(first, second, key=lambda copy: copy.bytes_per_second)
+    before = first.measurements or (first.bytes_per_second,)
+    after = second.measurements or (second.bytes_per_second,)
+    return attrs.evolve(best, measurements=before + after)
 
 
 def _cpu_model() -> str:

@@ -90,7 +90,8 @@ def format_report(report: Report) -> str:
         f"machine: {m.cpu}, {m.cores} cores; Python {m.python}, NumPy {m.numpy}; "
         f"compiler: {m.compiler or 'none'}",
         f"copy bandwidth (the limit): {copy.bytes_per_second / 1e9:.1f} GB/s "
-        f"(read + write, {copy.array_bytes // 2**20} MiB arrays, {copy.method})",
+        f"(read + write, {copy.array_bytes // 2**20} MiB arrays, {copy.method}"
+        f"{_measurements(copy.measurements)})",
         "vs NumPy = NumPy median / backend median (>1: faster than NumPy); "
         "of copy BW = (input + output bytes / median) / copy bandwidth; best of copy BW uses "
         "the minimum (best against best, as STREAM reports the copy kernel)",
@@ -147,3 +148,10 @@ def write_csv(rows: Sequence[Row], path: Path) -> None:
         writer.writeheader()
         for row in rows:
             writer.writerow({**row.to_dict(), "shape": _grid(row)})
+
+
+def _measurements(measurements: tuple[float, ...]) -> str:
+    if len(measurements) < 2:
+        return ""
+    values = " and ".join(f"{value / 1e9:.1f}" for value in measurements)
+    return f"; the best of {values} GB/s, measured before and after the rows"

@@ -40,3 +40,4 @@ def test_synchronize_runs_after_every_call():
 def test_a_timing_needs_samples():
     with pytest.raises(ValueError, match="at least one"):
         Timing.of([])
+

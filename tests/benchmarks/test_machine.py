@@ -1,0 +1,13 @@
+"""The copy bandwidth: the better of the measurements before and after the rows counts."""
+
+from __future__ import annotations
+
+from benchmarks.machine import CopyBandwidth, better_copy_bandwidth
+
+
+def test_the_better_copy_bandwidth_counts_and_both_are_recorded():
+    slow, fast = CopyBandwidth(10e9, 2**27, "C"), CopyBandwidth(12e9, 2**27, "C")
+    for first, second in ((slow, fast), (fast, slow)):
+        best = better_copy_bandwidth(first, second)
+        assert best.bytes_per_second == 12e9
+        assert best.measurements == (first.bytes_per_second, second.bytes_per_second)
