@@ -179,51 +179,50 @@ class CCompilation:
         workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
         built = workdir / f"{source.entry_point}.so"
         includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
-        units = split_units(source.text, source.entry_point)
         files = []
-        for name, text in units:
+        for name, text in split_units(source.text, source.entry_point):
             files.append(workdir / f"{name}.c")
             files[-1].write_text(text)
+        program = source.entry_point
         if len(files) == 1:
-            self._run([[self.compiler, *self.flags, *includes, str(files[0]), "-o", str(built)]])
+            command = [self.compiler, *self.flags, *includes, str(files[0]), "-o", str(built)]
+            _run_all(program, [command])
         else:
             # Units compile concurrently (the machine's other cores are otherwise idle), then
             # one link.
             objects = [str(file.with_suffix(".o")) for file in files]
-            self._run(
+            _run_all(
+                program,
                 [
                     [self.compiler, *self.flags, *includes, "-c", str(file), "-o", obj]
                     for file, obj in zip(files, objects, strict=True)
-                ]
+                ],
             )
-            self._run([[self.compiler, *self.flags, *objects, "-o", str(built)]])
+            _run_all(program, [[self.compiler, *self.flags, *objects, "-o", str(built)]])
         content_hash = fingerprint_bytes(built.read_bytes())
         os.replace(built, target)  # the publish: atomic on one filesystem
         shutil.rmtree(workdir, ignore_errors=True)
         return CompiledArtifact(str(target), content_hash, source.entry_point, source)
 
-    @staticmethod
-    def _run(commands: list[list[str]]) -> None:
-        """Run ``commands`` at once and wait for all of them.
 
-        Raises:
-            CompilationError: one failed (the first, with its command and error output).
-        """
-        running = [
-            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for command in commands
-        ]
-        outcomes = [(process.communicate()[1], process.returncode) for process in running]
-        for command, (stderr, returncode) in zip(commands, outcomes, strict=True):
-            if returncode != 0:
-                raise _failure(command, returncode, stderr)
+def _run_all(program: str, commands: list[list[str]]) -> None:
+    """Run the compiler ``commands`` for ``program`` at once and wait for all of them.
 
-
-def _failure(command: list[str], returncode: int, stderr: str) -> CompilationError:
-    return CompilationError(
-        f"compiling failed (exit {returncode}); sources kept in "
-        f"{Path(command[-1]).parent}\n{' '.join(command)}\n{stderr[-4000:]}"
-    )
+    Raises:
+        CompilationError: one failed (the first, with its command, its error output and
+            where the sources were kept).
+    """
+    running = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for command in commands
+    ]
+    outcomes = [(process.communicate()[1], process.returncode) for process in running]
+    for command, (stderr, returncode) in zip(commands, outcomes, strict=True):
+        if returncode != 0:
+            raise CompilationError(
+                f"compiling {program} failed (exit {returncode}); sources kept in "
+                f"{Path(command[-1]).parent}\n{' '.join(command)}\n{stderr[-4000:]}"
+            )
 
 
 def artifact_is_intact(artifact: CompiledArtifact) -> bool:
