@@ -12,6 +12,7 @@ No ``from __future__ import annotations``: the generated modules are read by the
 
 import hashlib
 import importlib.util
+from concurrent.futures import ThreadPoolExecutor
 import re
 import sys
 from pathlib import Path
@@ -189,3 +190,31 @@ def test_a_temporary_read_along_the_inner_dimension_gets_loops_of_its_own():
     source = stencils.vertical_chain_program.with_backend(backends.c_cpu).translate(inp, inp.copy())
     for body in _inner_loops(source.text):
         assert not (re.search(r"\bt_\w+\[[^\]]*\] = ", body) and "p_out[" in body)
+
+
+def test_threads_calling_at_once_each_use_their_own_temporaries():
+    """Calls run without the GIL; each thread's temporaries come from its own scratch block
+    (grown when a bigger grid arrives), so concurrent calls on different grids must not
+    disturb each other, on the single-thread path and the OpenMP one."""
+    program = stencils.hdiff_program.with_backend(backends.c_cpu)
+    # Below and above the size where c_cpu switches to OpenMP (32768 points).
+    shapes = [(12, 11, 5), (40, 44, 24), (9, 30, 7), (52, 36, 20)]
+    rng = np.random.default_rng(7)
+    inputs = [rng.uniform(-1.0, 1.0, shape) for shape in shapes]
+    expected = []
+    for inp in inputs:
+        out = np.zeros_like(inp)
+        stencils.hdiff_reference(inp, 0.05, out)
+        expected.append(out)
+
+    def run(index: int) -> bool:
+        inp = inputs[index % len(inputs)]
+        for _ in range(30):
+            out = np.zeros_like(inp)
+            program(inp, 0.05, out)
+            if not np.allclose(out, expected[index % len(inputs)], rtol=1e-12, atol=1e-13):
+                return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert all(pool.map(run, range(8)))
