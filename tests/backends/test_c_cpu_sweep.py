@@ -12,9 +12,9 @@ No ``from __future__ import annotations``: the generated modules are read by the
 
 import hashlib
 import importlib.util
-from concurrent.futures import ThreadPoolExecutor
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
