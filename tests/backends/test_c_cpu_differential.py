@@ -11,8 +11,6 @@ included, must agree: floats to rtol 1e-12 (float64) / 1e-5 (float32), integers 
 No ``from __future__ import annotations``: the generated modules are read by the DSL.
 """
 
-import hashlib
-import importlib.util
 import re
 import sys
 import warnings
@@ -29,6 +27,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from c_programs import stencils  # noqa: E402
+from c_programs.support import GeneratedModules  # noqa: E402
 
 import backends  # noqa: E402
 
@@ -186,22 +185,11 @@ def _int_program() -> st.SearchStrategy[tuple[str, str, str]]:
 @pytest.fixture(scope="module")
 def generate(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``generate(dtype, local, result)`` -> the imported ``generated_program``."""
-    directory = tmp_path_factory.mktemp("c_cpu_differential")
-    programs: dict[str, Any] = {}
+    modules = GeneratedModules(tmp_path_factory.mktemp("c_cpu_differential"), "mod")
 
     def make(dtype: str, local: str, result: str) -> Any:
         source = TEMPLATE.format(dtype=dtype, local=local, result=result, halo=HALO)
-        if source not in programs:
-            name = "mod_" + hashlib.sha1(source.encode()).hexdigest()[:16]
-            path = Path(directory) / f"{name}.py"
-            path.write_text(source)
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            programs[source] = module.generated_program
-        return programs[source]
+        return modules.load(source).generated_program
 
     return make
 

@@ -10,8 +10,6 @@ embedded_numpy, exactly (integer arithmetic).
 No ``from __future__ import annotations``: the generated modules are read by the DSL.
 """
 
-import hashlib
-import importlib.util
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +27,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from c_programs import stencils  # noqa: E402
+from c_programs.support import GeneratedModules  # noqa: E402
 
 import allocators  # noqa: E402
 import backends  # noqa: E402
@@ -108,22 +107,10 @@ def _chain(draw: Any) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def generate(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``generate(chain)`` -> the imported ``chain_program``."""
-    directory = tmp_path_factory.mktemp("c_cpu_sweep")
-    programs: dict[str, Any] = {}
+    modules = GeneratedModules(tmp_path_factory.mktemp("c_cpu_sweep"), "sweep")
 
     def make(chain: dict[str, str]) -> Any:
-        source = TEMPLATE.format(halo=HALO, **chain)
-        if source not in programs:
-            name = "sweep_" + hashlib.sha1(source.encode()).hexdigest()[:16]
-            path = Path(directory) / f"{name}.py"
-            path.write_text(source)
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            programs[source] = module.chain_program
-        return programs[source]
+        return modules.load(TEMPLATE.format(halo=HALO, **chain)).chain_program
 
     return make
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -125,3 +127,27 @@ def kill_worker(process: subprocess.Popen[str]) -> int:
             kill(process.pid, signal.SIGKILL)
     process.communicate(timeout=60)
     return process.returncode
+
+
+class GeneratedModules:
+    """Imports generated DSL source as real modules (the frontend reads a definition's source
+    from its file), once per distinct source."""
+
+    def __init__(self, directory: Path, prefix: str) -> None:
+        self.directory = directory
+        self.prefix = prefix
+        self._modules: dict[str, Any] = {}
+
+    def load(self, source: str) -> Any:
+        """The module whose text is ``source``, written under ``directory`` and imported."""
+        if source not in self._modules:
+            name = f"{self.prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
+            path = self.directory / f"{name}.py"
+            path.write_text(source)
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            self._modules[source] = module
+        return self._modules[source]
