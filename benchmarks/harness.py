@@ -4,6 +4,13 @@
 workload and size the NumPy reference and each backend (verified, then timed), the peers when
 asked, and finally the pipeline figures of the compiled backends. It returns a ``Report``;
 ``benchmarks.report`` turns that into the table and the files.
+
+Rows whose arrays exceed the last-level cache are bandwidth-bound: each of their samples is
+timed right after one run of the copy kernel, and their fractions of the copy bandwidth are
+against the copy timed in those same moments. A VM's bandwidth drifts by a third within a
+run; a copy measured minutes before a row would flatter or wrong it by that much. Rows that
+fit in the cache are not interleaved (the copy would evict their data before every sample);
+their fractions use the run's copy bandwidth, measured before and after the rows.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from benchmarks import peers
 from benchmarks.comparison import Comparison, compare
 from benchmarks.machine import (
     CopyBandwidth,
+    CopyKernel,
     MachineInfo,
     better_copy_bandwidth,
-    copy_bandwidth,
+    copy_kernel,
+    last_level_cache_bytes,
     machine_info,
 )
 from benchmarks.measure import is_compiled, measure_backend, measure_reference
@@ -128,6 +137,11 @@ def select_backends(names: tuple[str, ...] | None) -> dict[str, backends.Backend
     return {name: available[name] for name in names}
 
 
+def _interleaved(kernel: CopyKernel, bytes_per_call: int, cache_bytes: int) -> CopyKernel | None:
+    """The copy kernel for a row whose arrays exceed the cache, else ``None``."""
+    return kernel if bytes_per_call > cache_bytes else None
+
+
 def run(options: Options, show_progress: bool = True) -> Report:
     """Measure everything ``options`` selects and return the report.
 
@@ -153,27 +167,31 @@ def run(options: Options, show_progress: bool = True) -> Report:
     )
 
     progress.step("copy bandwidth (STREAM-style)")
-    copy = copy_bandwidth(repeat=3 if options.quick else 10)
+    kernel = copy_kernel()
+    copy = kernel.bandwidth(repeat=3 if options.quick else 10)
     if not copy.method.startswith("C "):
         notes.append(f"copy bandwidth measured with {copy.method}")
+    cache_bytes = last_level_cache_bytes()
     rows: list[Row] = []
     for workload_name in workload_names:
         workload = WORKLOADS[workload_name]
         for size in options.sizes:
             repeat = options.repeat_for(size)
+            beside = _interleaved(kernel, workload.bytes_per_call(SIZES[size]), cache_bytes)
             progress.step(f"{workload_name} {size} numpy")
-            rows.append(measure_reference(workload, size, repeat))
+            rows.append(measure_reference(workload, size, repeat, beside))
             for name, backend in selected.items():
                 progress.step(f"{workload_name} {size} {name}")
-                rows.append(measure_backend(workload, size, name, backend, repeat))
+                rows.append(measure_backend(workload, size, name, backend, repeat, beside))
             for name, factory in peer_factories.items():
                 progress.step(f"{workload_name} {size} {name} (peer)")
-                rows.append(peers.measure_peer(workload, size, name, factory, repeat))
+                rows.append(peers.measure_peer(workload, size, name, factory, repeat, beside))
 
     # Again after the rows, and the better of the two counts: a VM's bandwidth drifts, and
     # one measurement taken in a slow moment would flatter every backend measured later.
     progress.step("copy bandwidth again (the better of the two counts)")
-    copy = better_copy_bandwidth(copy, copy_bandwidth(repeat=3 if options.quick else 10))
+    copy = better_copy_bandwidth(copy, kernel.bandwidth(repeat=3 if options.quick else 10))
+    del kernel  # its two arrays are four times the last-level cache
 
     figures = []
     small_rows = {(r.backend, r.workload): r for r in rows if r.size == "small"}

@@ -1,11 +1,13 @@
 """The machine under test: what it is, and how fast it can copy memory.
 
-``machine_info()`` describes the CPU, core count and versions. ``copy_bandwidth()`` measures a
-STREAM-style copy (``b[i] = a[i]``) on arrays larger than the last-level cache. The kernel is C,
+``machine_info()`` describes the CPU, core count and versions. ``copy_kernel()`` builds a
+STREAM-style copy (``b[i] = a[i]``) on arrays larger than the last-level cache, and
+``CopyKernel.bandwidth()`` (or ``copy_bandwidth()``, both in one) measures it. The kernel is C,
 built in this run with the system compiler (``$CC`` or ``cc``; ``-O3 -march=native -fopenmp``,
 without OpenMP if that fails) into a temporary shared library called through ctypes: this is the
 reference kernel, not stencilforge's call path. Without a compiler it falls back to
-``np.copyto`` and says so in ``CopyBandwidth.method``.
+``np.copyto`` and says so in ``CopyKernel.method``. The harness also times the kernel next to
+each bandwidth-bound row (``benchmarks.timing``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -26,9 +29,11 @@ import numpy as np
 
 __all__ = [
     "CopyBandwidth",
+    "CopyKernel",
     "MachineInfo",
     "better_copy_bandwidth",
     "copy_bandwidth",
+    "copy_kernel",
     "find_compiler",
     "last_level_cache_bytes",
     "machine_info",
@@ -183,43 +188,75 @@ def _omp_threads() -> int:
     return int(value) if value.isdigit() else (os.cpu_count() or 1)
 
 
-def copy_bandwidth(repeat: int = 10, array_bytes: int | None = None) -> CopyBandwidth:
-    """Measure STREAM copy bandwidth: the best of ``repeat`` copies after one warm-up.
+@attrs.frozen
+class CopyKernel:
+    """A built copy kernel with its arrays, ready to run.
+
+    Attributes:
+        run: one copy of ``array_bytes`` from one array into the other.
+        array_bytes: the size of each of the two arrays.
+        method: how it copies (see ``CopyBandwidth.method``).
+    """
+
+    run: Callable[[], None]
+    array_bytes: int
+    method: str
+    _source: np.ndarray = attrs.field(repr=False)
+    _target: np.ndarray = attrs.field(repr=False)
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes read plus bytes written by one ``run()``."""
+        return 2 * self.array_bytes
+
+    def bandwidth(self, repeat: int = 10) -> CopyBandwidth:
+        """The best of ``repeat`` timed copies after one warm-up, as STREAM reports it.
+
+        Raises:
+            RuntimeError: the kernel did not copy (its result is checked).
+        """
+        self.run()
+        seconds = []
+        for _ in range(max(repeat, 1)):
+            start = time.perf_counter()
+            self.run()
+            seconds.append(time.perf_counter() - start)
+        if not np.array_equal(self._source[: 1 << 16], self._target[: 1 << 16]):
+            raise RuntimeError(f"the copy kernel ({self.method}) did not copy")
+        return CopyBandwidth(self.bytes_moved / min(seconds), self.array_bytes, self.method)
+
+
+def copy_kernel(array_bytes: int | None = None) -> CopyKernel:
+    """Build the copy kernel and first-touch its arrays.
 
     Args:
-        repeat: timed repetitions (the best one is reported, as STREAM does).
         array_bytes: size of each array; default 4x the last-level cache, at least 64 MiB.
     """
     nbytes = array_bytes or max(4 * last_level_cache_bytes(), 64 * 2**20)
     n = nbytes // 8
+    source, target = np.empty(n), np.empty(n)
+    compiler = find_compiler()
     with tempfile.TemporaryDirectory(prefix="stencilforge-stream-") as directory:
-        compiler = find_compiler()
+        # The loaded library stays mapped after its file is removed.
         built = _build_copy_library(compiler, Path(directory)) if compiler else None
-        a = np.empty(n)
-        b = np.empty(n)
-        if built is None:
-            a[...] = 1.0
-            b[...] = 0.0
+    if built is None:
+        source[...] = 1.0
+        target[...] = 0.0
 
-            def copy() -> None:
-                np.copyto(b, a)
+        def copy() -> None:
+            np.copyto(target, source)
 
-            method = "np.copyto (no working C compiler found)"
-        else:
-            library, method = built
-            pa, pb = a.ctypes.data, b.ctypes.data
-            library.first_touch(pa, pb, n)
+        return CopyKernel(copy, n * 8, "np.copyto (no working C compiler found)", source, target)
+    library, method = built
+    source_address, target_address = source.ctypes.data, target.ctypes.data
+    library.first_touch(source_address, target_address, n)
 
-            def copy() -> None:
-                library.stream_copy(pa, pb, n)
+    def stream_copy() -> None:
+        library.stream_copy(source_address, target_address, n)
 
-        copy()
-        seconds = []
-        for _ in range(max(repeat, 1)):
-            start = time.perf_counter()
-            copy()
-            seconds.append(time.perf_counter() - start)
-        if not np.array_equal(a[: 1 << 16], b[: 1 << 16]):
-            raise RuntimeError(f"the copy kernel ({method}) did not copy")
-        best = min(seconds)
-    return CopyBandwidth(2 * n * 8 / best, n * 8, method)
+    return CopyKernel(stream_copy, n * 8, method, source, target)
+
+
+def copy_bandwidth(repeat: int = 10, array_bytes: int | None = None) -> CopyBandwidth:
+    """Measure STREAM copy bandwidth: ``copy_kernel(array_bytes).bandwidth(repeat)``."""
+    return copy_kernel(array_bytes).bandwidth(repeat)

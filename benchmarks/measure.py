@@ -4,7 +4,8 @@ Contract for a backend: allocate every field with ``allocator=backend``, fill it
 workload's deterministic data, compile (compiled backends, timed on its own), run once and check
 the result against NumPy (``assert_allclose``, rtol 1e-12, atol 1e-12 for the values near zero);
 only a verified backend is timed. Any exception becomes a ``FAILED`` row with the message: one
-broken backend never stops the run.
+broken backend never stops the run. Given a ``CopyKernel``, every row is timed next to it
+(``time_row``), and the row's copy fractions are against the copy timed in the same moments.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import attrs
 import numpy as np
 
 from benchmarks.arrays import output_of, synchronize, to_backend, to_numpy
+from benchmarks.machine import CopyKernel
 from benchmarks.results import BACKEND, FAILED, OK, REFERENCE, Row
 from benchmarks.timing import time_calls
 from benchmarks.workloads import SIZES, HostArguments, Workload
@@ -27,6 +29,7 @@ __all__ = [
     "is_compiled",
     "measure_backend",
     "measure_reference",
+    "time_row",
     "verify",
 ]
 
@@ -62,11 +65,25 @@ def _blank_row(workload: Workload, size: str, backend: str, kind: str) -> Row:
     return Row(workload.name, size, shape, backend, kind, OK, workload.bytes_per_call(shape))
 
 
-def measure_reference(workload: Workload, size: str, repeat: int) -> Row:
+def time_row(
+    row: Row,
+    call: Callable[[], object],
+    repeat: int,
+    synchronize: Callable[[object], None] = lambda result: None,
+    copy: CopyKernel | None = None,
+) -> Row:
+    """``row`` with ``call`` timed (``time_calls``), next to ``copy`` when one is given."""
+    timing = time_calls(call, repeat, synchronize, copy.run if copy is not None else None)
+    return row.timed(timing, copy.bytes_moved if copy is not None else None)
+
+
+def measure_reference(
+    workload: Workload, size: str, repeat: int, copy: CopyKernel | None = None
+) -> Row:
     """Time the workload's NumPy-slicing reference on plain NumPy arrays."""
     arguments = workload.host_arguments(SIZES[size])
     row = _blank_row(workload, size, "numpy", REFERENCE)
-    return row.timed(time_calls(lambda: workload.reference(arguments), repeat))
+    return time_row(row, lambda: workload.reference(arguments), repeat, copy=copy)
 
 
 def backend_arguments(workload: Workload, host: HostArguments, backend: object) -> list[Any]:
@@ -88,12 +105,17 @@ def _seconds(call: Callable[[], object]) -> tuple[float, object]:
 
 
 def measure_backend(
-    workload: Workload, size: str, name: str, backend: Any, repeat: int
+    workload: Workload,
+    size: str,
+    name: str,
+    backend: Any,
+    repeat: int,
+    copy: CopyKernel | None = None,
 ) -> Row:
     """Verify, then time, ``workload`` on ``backend`` (see the module docstring)."""
     row = _blank_row(workload, size, name, BACKEND)
     try:
-        return _measure_backend(workload, size, backend, repeat, row)
+        return _measure_backend(workload, size, backend, repeat, row, copy)
     except Exception as error:  # a failing backend is a reported row
         return _failed(row, f"{type(error).__name__}: {error}")
 
@@ -103,7 +125,7 @@ def _failed(row: Row, message: str) -> Row:
 
 
 def _measure_backend(
-    workload: Workload, size: str, backend: Any, repeat: int, row: Row
+    workload: Workload, size: str, backend: Any, repeat: int, row: Row, copy: CopyKernel | None
 ) -> Row:
     shape = SIZES[size]
     program = workload.program.with_backend(backend)
@@ -128,7 +150,7 @@ def _measure_backend(
         # itself would cost a microsecond-scale call a good part of its time.
         wait = _no_wait
 
-    row = row.timed(time_calls(lambda: program(*arguments), repeat, wait))
+    row = time_row(row, lambda: program(*arguments), repeat, wait, copy)
     if executable is not None and size == "small":
         direct = time_calls(lambda: executable(*arguments), repeat, wait)
         row = attrs.evolve(row, direct_call_seconds=direct.median)

@@ -20,7 +20,8 @@ import attrs
 import numpy as np
 
 from benchmarks.arrays import synchronize
-from benchmarks.measure import expected_output, verify
+from benchmarks.machine import CopyKernel
+from benchmarks.measure import expected_output, time_row, verify
 from benchmarks.results import FAILED, PEER, SKIPPED, Row
 from benchmarks.timing import time_calls
 from benchmarks.workloads import SIZES, Workload
@@ -48,7 +49,12 @@ def available_peers() -> tuple[dict[str, PeerFactory], list[str]]:
 
 
 def measure_peer(
-    workload: Workload, size: str, name: str, factory: PeerFactory, repeat: int
+    workload: Workload,
+    size: str,
+    name: str,
+    factory: PeerFactory,
+    repeat: int,
+    copy: CopyKernel | None = None,
 ) -> Row:
     """Verify, then time, one peer on one workload and size (errors become FAILED rows)."""
     shape = SIZES[size]
@@ -62,7 +68,7 @@ def measure_peer(
         mismatch = verify(runner(), expected_output(workload, shape))
         if mismatch is not None:
             return attrs.evolve(row, status=FAILED, message=mismatch)
-        return row.timed(time_calls(runner, repeat, synchronize))
+        return time_row(row, runner, repeat, synchronize, copy)
     except Exception as error:  # a failing peer is a reported row
         return attrs.evolve(row, status=FAILED, message=f"{type(error).__name__}: {error}")
 

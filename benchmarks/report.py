@@ -30,6 +30,10 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}x"
 
 
+def _gigabytes(bytes_per_second: float | None) -> str:
+    return "-" if bytes_per_second is None else f"{bytes_per_second / 1e9:.1f} GB/s"
+
+
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.3g}%"
 
@@ -53,13 +57,13 @@ def _rows_table(rows: Sequence[Row]) -> list[str]:
         [
             row.workload, row.size, _grid(row), row.backend,
             seconds(row.median), seconds(row.minimum), seconds(row.maximum),
-            _ratio(row.ratio_to_numpy), _percent(row.copy_fraction),
-            _percent(row.best_copy_fraction), row.status,
+            _ratio(row.ratio_to_numpy), _gigabytes(row.copy_bandwidth),
+            _percent(row.copy_fraction), _percent(row.best_copy_fraction), row.status,
         ]
         for row in rows
     ]
     header = ["workload", "size", "grid", "backend", "median", "min", "max",
-              "vs NumPy", "of copy BW", "best of copy BW", "status"]
+              "vs NumPy", "copy beside", "of copy BW", "best of copy BW", "status"]
     return _table(header, lines)
 
 
@@ -94,7 +98,10 @@ def format_report(report: Report) -> str:
         f"{_measurements(copy.measurements)})",
         "vs NumPy = NumPy median / backend median (>1: faster than NumPy); "
         "of copy BW = (input + output bytes / median) / copy bandwidth; best of copy BW uses "
-        "the minimum (best against best, as STREAM reports the copy kernel)",
+        "the minimum (best against best, as STREAM reports the copy kernel); rows whose arrays "
+        "exceed the last-level cache are timed beside the copy kernel (one copy before each "
+        "sample; copy beside = its median) and compared with it, the others with the limit "
+        "above",
         "",
         *_rows_table(report.rows),
     ]

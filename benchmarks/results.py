@@ -27,9 +27,14 @@ class Row:
 
     Attributes:
         ratio_to_numpy: NumPy's median / this median (> 1: faster than NumPy).
-        copy_fraction: (bytes_per_call / median) / copy bandwidth (1.0 = at the machine's limit).
-        best_copy_fraction: (bytes_per_call / minimum) / copy bandwidth: best against best, the
-            STREAM convention (the copy bandwidth is the kernel's best repetition).
+        copy_bandwidth: bytes per second of the copy kernel's median, timed once before each
+            sample of this row (rows whose arrays exceed the last-level cache); ``None``: the
+            run's copy bandwidth applies.
+        best_copy_bandwidth: the same for the copy kernel's best repetition.
+        copy_fraction: (bytes_per_call / median) / copy bandwidth (1.0 = at the machine's
+            limit): against the row's own ``copy_bandwidth`` when it has one, else the run's.
+        best_copy_fraction: (bytes_per_call / minimum) / the best copy bandwidth: best against
+            best, the STREAM convention.
         compile_seconds: ``prog.compile(...)`` on a compiled backend (``None`` when embedded).
         first_call_seconds: the first call (compiles on compiled backends unless done before).
         direct_call_seconds: median of the loaded executable called directly (small grid,
@@ -52,6 +57,8 @@ class Row:
     first_call_seconds: float | None = None
     direct_call_seconds: float | None = None
     ratio_to_numpy: float | None = None
+    copy_bandwidth: float | None = None
+    best_copy_bandwidth: float | None = None
     copy_fraction: float | None = None
     best_copy_fraction: float | None = None
 
@@ -60,14 +67,22 @@ class Row:
         """What identifies a row across runs: (workload, size, backend)."""
         return (self.workload, self.size, self.backend)
 
-    def timed(self, timing: Timing) -> Row:
-        """This row with the timing's median, min, max and sample count."""
-        return attrs.evolve(
+    def timed(self, timing: Timing, reference_bytes: int | None = None) -> Row:
+        """This row with the timing's median, min, max and sample count; with the copy
+        bandwidth of its ``reference`` too when ``reference_bytes`` says what one moves."""
+        row = attrs.evolve(
             self,
             median=timing.median,
             minimum=timing.minimum,
             maximum=timing.maximum,
             samples=timing.samples,
+        )
+        if timing.reference is None or reference_bytes is None:
+            return row
+        return attrs.evolve(
+            row,
+            copy_bandwidth=reference_bytes / timing.reference.median,
+            best_copy_bandwidth=reference_bytes / timing.reference.minimum,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,10 +101,11 @@ class Row:
 
 
 def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
-    """Fill ``ratio_to_numpy`` and ``copy_fraction`` of every timed row.
+    """Fill ``ratio_to_numpy`` and the copy fractions of every timed row.
 
     The NumPy median of the same (workload, size) is the ratio's numerator; rows without one
-    (or untimed rows) keep ``None``.
+    (or untimed rows) keep ``None``. A row timed next to the copy kernel is compared with its
+    own copy bandwidth, any other with ``copy_bytes_per_second`` (the run's).
     """
     numpy_median = {
         (row.workload, row.size): row.median
@@ -102,15 +118,15 @@ def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
             derived.append(row)
             continue
         reference = numpy_median.get((row.workload, row.size))
+        copy = row.copy_bandwidth or copy_bytes_per_second
+        best_copy = row.best_copy_bandwidth or copy_bytes_per_second
         derived.append(
             attrs.evolve(
                 row,
                 ratio_to_numpy=reference / row.median if reference else None,
-                copy_fraction=row.bytes_per_call / row.median / copy_bytes_per_second,
+                copy_fraction=row.bytes_per_call / row.median / copy,
                 best_copy_fraction=(
-                    row.bytes_per_call / row.minimum / copy_bytes_per_second
-                    if row.minimum
-                    else None
+                    row.bytes_per_call / row.minimum / best_copy if row.minimum else None
                 ),
             )
         )

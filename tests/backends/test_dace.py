@@ -445,3 +445,22 @@ def test_dace_gpu_matches_numpy(name):
 def test_dace_gpu_refuses_numpy_arrays_like_every_backend():
     with pytest.raises(ArgumentError, match=r"is on CPU, but this backend runs on CUDA"):
         corpus.lap.with_backend(backends.dace_gpu)(np.ones((8, 7, 3)), np.zeros((8, 7, 3)))
+
+
+def test_the_executable_called_directly_reuses_the_prepared_signature(monkeypatch):
+    prog = corpus.lap.with_backend(backends.dace_cpu)
+    inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
+    executable = prog.compile(inp, out)
+    executable(inp, out)
+    prepared = []
+    original = executable._prepare
+    monkeypatch.setattr(executable, "_prepare", lambda args: prepared.append(1) or original(args))
+    inp[3, 3, 1] = 5.0
+    executable(inp, out)
+    assert out[3, 3, 1] == -16.0
+    assert prepared == []  # the repeat call ran on the signature of the first
+    other = np.zeros((8, 7, 3))
+    executable(inp, other)  # new arguments: checked and prepared
+    assert prepared == [1] and other[3, 3, 1] == -16.0
+    with pytest.raises(ArgumentError):
+        executable(inp, np.zeros((8, 7, 3), dtype=np.float32))

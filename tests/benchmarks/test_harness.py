@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -24,8 +25,9 @@ from backends import EmbeddedBackend  # noqa: E402
 from benchmarks import workloads  # noqa: E402
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.comparison import compare, load_rows  # noqa: E402
+from benchmarks.machine import copy_kernel, last_level_cache_bytes  # noqa: E402
 from benchmarks.measure import measure_backend  # noqa: E402
-from benchmarks.results import FAILED, OK, Row  # noqa: E402
+from benchmarks.results import FAILED, OK, Row, with_derived  # noqa: E402
 
 TIMED_FIELDS = ("median", "minimum", "maximum")
 
@@ -71,6 +73,42 @@ def test_quick_run_verifies_every_row_and_reports_positive_times(quick_run):
         assert row["bytes_per_call"] > 0
         assert row["copy_fraction"] > 0
         assert row["ratio_to_numpy"] > 0
+
+
+def test_quick_run_times_rows_beyond_the_cache_beside_the_copy_kernel(quick_run):
+    cache_bytes = last_level_cache_bytes()
+    rows = [row for row in quick_run[0]["rows"] if row["median"]]
+    for row in rows:
+        if row["bytes_per_call"] > cache_bytes:
+            assert row["copy_bandwidth"] > 0 and row["best_copy_bandwidth"] > 0, row
+            assert row["best_copy_bandwidth"] >= row["copy_bandwidth"]
+            assert row["copy_fraction"] == pytest.approx(
+                row["bytes_per_call"] / row["median"] / row["copy_bandwidth"]
+            )
+        else:
+            assert row["copy_bandwidth"] is None, row
+    assert any(row["copy_bandwidth"] for row in rows)  # the large grid exceeds the cache
+
+
+def test_a_row_is_compared_with_the_copy_timed_beside_it():
+    beside = _row("a", 0.5, size="large")
+    beside = attrs.evolve(beside, minimum=0.25, copy_bandwidth=1e5, best_copy_bandwidth=2e5)
+    alone = _row("b", 0.5, size="large")
+    derived = {row.backend: row for row in with_derived([beside, alone], 1e6)}
+    assert derived["a"].copy_fraction == pytest.approx(32768 / 0.5 / 1e5)
+    assert derived["a"].best_copy_fraction == pytest.approx(32768 / 0.25 / 2e5)
+    assert derived["b"].copy_fraction == pytest.approx(32768 / 0.5 / 1e6)
+
+
+def test_the_copy_kernel_timed_beside_a_row_sets_its_copy_bandwidth():
+    kernel = copy_kernel(array_bytes=2**20)
+    row = measure_backend(
+        workloads.WORKLOADS["laplacian"], "small", "embedded_numpy", backends.embedded_numpy,
+        3, kernel,
+    )
+    assert row.status == OK, row.message
+    assert row.copy_bandwidth is not None and row.best_copy_bandwidth is not None
+    assert 0 < row.copy_bandwidth <= row.best_copy_bandwidth
 
 
 def test_quick_run_header_describes_machine_limit_and_options(quick_run):

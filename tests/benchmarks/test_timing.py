@@ -41,3 +41,22 @@ def test_a_timing_needs_samples():
     with pytest.raises(ValueError, match="at least one"):
         Timing.of([])
 
+
+
+def test_a_reference_is_timed_once_right_before_each_sample():
+    events = []
+
+    def reference() -> None:
+        events.append("reference")
+        time.sleep(MIN_SAMPLE_SECONDS * 3)
+
+    def call() -> None:
+        events.append("call")
+        time.sleep(MIN_SAMPLE_SECONDS * 2)
+
+    timing = time_calls(call, repeat=3, reference=reference)
+    assert events == ["call"] + ["reference", "call"] * 3  # warm-up, then interleaved
+    assert timing.reference is not None and timing.reference.samples == 3
+    assert timing.reference.minimum >= MIN_SAMPLE_SECONDS * 3
+    assert timing.minimum >= MIN_SAMPLE_SECONDS * 2
+    assert time_calls(call, repeat=1).reference is None

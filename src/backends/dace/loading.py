@@ -9,7 +9,8 @@ errors as every other backend), then builds DaCe's argument vector (pointers, si
 domains and the mode of each stencil) and calls ``fast_call``. The vector is remembered per
 argument signature: ``fast_entry`` (what ``Program.__call__`` tries first) reuses it when the
 same arrays arrive again with unchanged shapes, strides and dtypes, and returns
-``NotImplemented`` otherwise, so the full path checks the new arguments.
+``NotImplemented`` otherwise, so the full path checks the new arguments. The full path tries
+``fast_entry`` first too, so an executable called directly is as fast on a repeat call.
 """
 
 from __future__ import annotations
@@ -135,6 +136,10 @@ class SDFGProgram:
 
     # -- the full path ---------------------------------------------------------------------
     def __call__(self, *args: Any) -> None:
+        # The executable called directly is as fast as the program on a repeat call: the
+        # checks ran when the signature was prepared, and ``_matches`` holds them unchanged.
+        if self.fast_entry(*args) is None:
+            return
         self.checker.check(args, self.device_type)
         signature = self._prepare(args)
         self.compiled.fast_call(signature.callargs, signature.initargs)
