@@ -61,6 +61,14 @@ class PipelineFigures:
     message: str = ""
 
     @property
+    def cold_compile_seconds(self) -> float | None:
+        """Definition -> loaded callable with an empty cache: the cold stages' sum (without
+        what the probe process spends creating the backend and its arguments)."""
+        if not self.cold_stages:
+            return None
+        return sum(stage.seconds for stage in self.cold_stages)
+
+    @property
     def call_overhead_seconds(self) -> float | None:
         """Argument checks and dispatch: program call minus direct executable call."""
         if self.call_seconds is None or self.direct_call_seconds is None:
@@ -68,9 +76,10 @@ class PipelineFigures:
         return self.call_seconds - self.direct_call_seconds
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (with the derived call overhead)."""
+        """A JSON-ready dictionary (with the derived cold compile and call overhead)."""
         data = attrs.asdict(self)
         data["call_overhead_seconds"] = self.call_overhead_seconds
+        data["cold_compile_seconds"] = self.cold_compile_seconds
         return data
 
 

@@ -74,14 +74,15 @@ def _stages(figures: Any) -> str:
 def _pipeline_table(report: Report) -> list[str]:
     lines = [
         [
-            f.backend, f.workload, _stages(f.cold_stages), seconds(f.cold_first_result_seconds),
+            f.backend, f.workload, _stages(f.cold_stages), seconds(f.cold_compile_seconds),
+            seconds(f.cold_first_result_seconds),
             seconds(f.warm_start_seconds), seconds(f.call_seconds),
             seconds(f.direct_call_seconds), seconds(f.call_overhead_seconds),
             f.message or "ok",
         ]
         for f in report.pipeline
     ]
-    header = ["backend", "workload", "cold compile per stage", "cold 1st result",
+    header = ["backend", "workload", "cold compile per stage", "cold compile", "cold 1st result",
               "warm start", "call (small)", "executable", "dispatch", "status"]
     return _table(header, lines)
 
@@ -112,6 +113,8 @@ def format_report(report: Report) -> str:
                 for r in failed]
     if report.pipeline:
         out += ["", "Pipeline figures (small grid; cold/warm starts in fresh subprocesses; "
+                "cold compile = definition -> loaded callable, the sum of the stages; cold 1st "
+                "result adds creating the backend and the arguments; "
                 "dispatch = program call - executable call):",
                 *_pipeline_table(report)]
     out += ["", "CachedStep hit times (median): " + ", ".join(

@@ -205,3 +205,34 @@ def test_threads_calling_at_once_each_use_their_own_temporaries():
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert all(pool.map(run, range(8)))
+
+
+def _prefetches(source: str) -> list[str]:
+    tile = source[source.index("sf_stencil_0_tile(") : source.index("int sf_stencil_0(")]
+    return re.findall(r"const uintptr_t r\d+ = \(uintptr_t\)(p_\w+) \+ \(uintptr_t\)\(\(([^;]*)\)", tile)
+
+
+def test_the_parallel_path_prefetches_the_rows_each_position_touches_first():
+    inp = np.zeros((40, 37, 5))
+    source = stencils.hdiff_program.with_backend(backends.c_cpu).translate(inp, 0.1, inp.copy())
+    rows = dict(_prefetches(source.text))
+    # lap is computed one point ahead in I and J and reads inp(I + 1) there: the newest input
+    # row is (I + 2, J + 1); the output row is (I, J). Both four positions ahead along J.
+    assert rows["p_inp"].startswith("(x_I + 2) * s_inp_0 + (x_J + 5) * s_inp_1 + lo_K")
+    assert rows["p_out"].startswith("(x_I + 0) * s_out_0 + (x_J + 4) * s_out_1 + lo_K")
+    assert re.search(r"__builtin_prefetch\(\(const void\*\)\(r\d+ \+ \(uintptr_t\)q\), 1, 3\)",
+                     source.text)  # the output with write intent
+    # Prefetching runs on the tiled OpenMP path only, not on the single-tile one.
+    assert re.search(r"sf_stencil_0_tile\(a, lo, hi, tile, tb, te, 1\b", source.text)
+    assert re.search(r"sf_stencil_0_tile\(a, lo, hi, tile, lo, hi, 0\b", source.text)
+
+
+def test_strided_fields_and_a_zero_distance_are_not_prefetched():
+    wide = np.zeros((40, 37, 10))
+    strided = wide[:, :, ::2]
+    program = stencils.hdiff_program.with_backend(backends.c_cpu)
+    rows = dict(_prefetches(program.translate(strided, 0.1, np.zeros((40, 37, 5))).text))
+    assert set(rows) == {"p_out"}  # inp is not contiguous along K
+    pipeline = backends.c_cpu.pipeline
+    step = attrs.evolve(pipeline.translation.step, prefetch_distance=0)
+    assert "__builtin_prefetch" not in step(program.frontend()).text

@@ -120,6 +120,16 @@ def test_quick_run_header_describes_machine_limit_and_options(quick_run):
     assert set(header["backends"]) == set(backends.available_backends())
 
 
+def test_quick_run_reports_the_cold_compile_as_the_sum_of_the_cold_stages(quick_run):
+    figures = [f for f in quick_run[0]["pipeline"] if f["cold_stages"]]
+    for f in figures:
+        total = sum(stage["seconds"] for stage in f["cold_stages"])
+        assert f["cold_compile_seconds"] == pytest.approx(total)
+        assert 0 < f["cold_compile_seconds"] <= f["cold_first_result_seconds"]
+    if "c_cpu" in backends.available_backends():
+        assert any(f["backend"] == "c_cpu" for f in figures)
+
+
 def test_quick_run_writes_csv_next_to_json(quick_run):
     data, output = quick_run
     lines = (output / "results.csv").read_text().splitlines()

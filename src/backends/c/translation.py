@@ -77,11 +77,14 @@ class CTranslation:
         tile_sizes: tile extents of the outer dimensions (the last two outer dimensions).
         parallel_min_points: domains smaller than this run on one thread (OpenMP's fork costs
             more than a small stencil).
+        prefetch_distance: on the parallel path, each sweep position prefetches the rows it
+            will touch first this many positions later (0: no software prefetching).
     """
 
     temporaries: bool = True
     tile_sizes: tuple[int, ...] = attrs.field(default=(8, 32), validator=_positive_sizes)
     parallel_min_points: int = attrs.field(default=32768, validator=attrs.validators.ge(0))
+    prefetch_distance: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
@@ -102,6 +105,7 @@ class CTranslation:
                     temporaries=self.temporaries,
                     tile_sizes=self.tile_sizes,
                     parallel_min_points=self.parallel_min_points,
+                    prefetch_distance=self.prefetch_distance,
                 ),
             )
             for index, stencil in enumerate(ir.stencils)
