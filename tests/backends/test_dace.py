@@ -139,6 +139,30 @@ def test_the_gpu_translation_puts_arguments_in_gpu_global_memory():
     assert dace.ScheduleType.GPU_Device in schedules
 
 
+@pytest.mark.parametrize("name", ["lap", "hdiff_program"])
+def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
+    """As far as dace_gpu can be checked on a machine without a GPU: DaCe's CUDA code
+    generation accepts the SDFG, and every kernel gets our block size (DaCe's fallback is
+    one warp per block, with a warning)."""
+    import warnings  # noqa: PLC0415
+
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+
+    program = backends.dace_cpu.frontend_program(getattr(corpus, name).definition)
+    source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
+    sdfg = dace.SDFG.from_json(json.loads(source.text))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = sdfg.generate_code()
+    assert not [w for w in caught if "gpu_block_size" in str(w.message)]
+    (cuda,) = [unit.clean_code for unit in code if unit.language == "cu"]
+    kernels = cuda.count("__global__")
+    assert kernels >= 1
+    assert cuda.count("dim3(32, 8, 1)") >= kernels
+
+
 # --------------------------------------------------------------------------- correctness
 
 

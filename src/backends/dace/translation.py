@@ -137,6 +137,7 @@ def build_sdfg(
                 data.storage = dace.StorageType.GPU_Global
         sdfg.append_global_code(_gpu_runtime(), "cuda")
         sdfg.apply_gpu_transformations()
+        _set_gpu_block_sizes(dace, sdfg)
     sdfg.append_global_code(RUNTIME_C)
     sdfg.validate()
     interface = SDFGInterface(
@@ -200,6 +201,22 @@ class _Builder:
             last = generator.add(last)
             all_dims.append(generator.dims)
         return tuple(all_dims)
+
+
+#: Threads per block of a GPU kernel, innermost (contiguous) dimension first: 32 along it,
+#: so a warp reads 32 consecutive elements, and 8 along the next, for 256 threads a block.
+#: DaCe's fallback is one warp per block (32x1x1), and a warning per kernel.
+GPU_BLOCK_SIZE = (32, 8, 1)
+
+
+def _set_gpu_block_sizes(dace: Any, sdfg: Any) -> None:
+    """Give every GPU kernel map ``GPU_BLOCK_SIZE`` (one element along dimensions it lacks)."""
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, dace.nodes.MapEntry) and node.map.schedule in dace.dtypes.GPU_SCHEDULES:
+            rank = len(node.map.params)
+            node.map.gpu_block_size = [
+                size if axis < rank else 1 for axis, size in enumerate(GPU_BLOCK_SIZE)
+            ]
 
 
 def _dace_type(dace: Any, dtype: np.dtype[Any]) -> Any:
