@@ -45,6 +45,8 @@ __all__ = ["Options", "Report", "run", "select_backends"]
 #: Timed calls per size when ``--repeat`` is not given (the first, verified call not counted).
 DEFAULT_REPEAT: Mapping[str, int] = {"small": 200, "large": 20}
 QUICK_REPEAT: Mapping[str, int] = {"small": 5, "large": 2}
+#: Cold + warm subprocess pairs per pipeline figure (one with ``--quick``): medians of three.
+PROBE_PAIRS = 3
 
 
 @attrs.frozen
@@ -194,12 +196,15 @@ def run(options: Options, show_progress: bool = True) -> Report:
     del kernel  # its two arrays are four times the last-level cache
 
     figures = []
+    probe_pairs = 1 if options.quick else PROBE_PAIRS
     small_rows = {(r.backend, r.workload): r for r in rows if r.size == "small"}
     for name in compiled:
         for workload_name in probed:
-            progress.step(f"pipeline figures {workload_name} {name} (cold + warm subprocess)")
+            progress.step(
+                f"pipeline figures {workload_name} {name} ({probe_pairs} x cold + warm subprocess)"
+            )
             small_row = small_rows.get((name, workload_name))
-            figures.append(measure_pipeline(name, workload_name, small_row))
+            figures.append(measure_pipeline(name, workload_name, small_row, repeat=probe_pairs))
     if not compiled:
         notes.append(
             "no compiled backend selected or available: no per-stage compile, warm-start or "

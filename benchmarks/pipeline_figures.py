@@ -3,7 +3,10 @@
 Cold and warm starts are measured in fresh subprocesses (``benchmarks.probe``) that share one
 new, private ``STENCILFORGE_CACHE_DIR``: the first finds it empty (cold: every stage runs, and
 its stage events give the per-stage times), the second finds what the first stored (warm: the
-time from after the imports to the first result). Call overhead comes from the in-process small
+time from after the imports to the first result). Each pair runs ``repeat`` times, each in a
+cache directory of its own: one compile is one sample of a noisy machine, so the figures are
+medians (the cold stages those of the run with the median cold compile), and every sample is
+kept. Call overhead comes from the in-process small
 grid rows: the program call versus the loaded executable called directly.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,6 +51,9 @@ class PipelineFigures:
         warm_stages: the stage events of the warm run (what still ran with a warm cache).
         call_seconds: median program call on the small grid.
         direct_call_seconds: median call of the loaded executable itself on the small grid.
+        cold_compile_samples: every cold run's compile (the sum of its stages), in order.
+        cold_first_result_samples: every cold run's first result, in order.
+        warm_start_samples: every warm run's first result, in order.
         message: why something is missing (a failed or timed-out probe), else empty.
     """
 
@@ -58,6 +65,9 @@ class PipelineFigures:
     warm_start_seconds: float | None = None
     call_seconds: float | None = None
     direct_call_seconds: float | None = None
+    cold_compile_samples: tuple[float, ...] = ()
+    cold_first_result_samples: tuple[float, ...] = ()
+    warm_start_samples: tuple[float, ...] = ()
     message: str = ""
 
     @property
@@ -111,7 +121,11 @@ def _stages(result: dict[str, Any]) -> tuple[StageTime, ...]:
 
 
 def measure_pipeline(
-    backend: str, workload: str, small_row: Row | None, timeout: float = 300.0
+    backend: str,
+    workload: str,
+    small_row: Row | None,
+    timeout: float = 300.0,
+    repeat: int = 3,
 ) -> PipelineFigures:
     """Measure the pipeline figures of ``workload`` on the compiled ``backend``.
 
@@ -119,6 +133,7 @@ def measure_pipeline(
         small_row: the in-process small-grid row of this backend and workload (for the call
             overhead), or ``None`` if it was not measured.
         timeout: seconds allowed for each probe subprocess.
+        repeat: cold + warm pairs, each with a fresh cache directory.
 
     A failing probe does not raise: the figures carry its message instead.
     """
@@ -129,20 +144,28 @@ def measure_pipeline(
             call_seconds=small_row.median,
             direct_call_seconds=small_row.direct_call_seconds,
         )
-    # mkdtemp makes the directory private (0700), as the build cache requires.
-    with tempfile.TemporaryDirectory(prefix="stencilforge-cold-cache-") as cache_dir:
-        try:
-            cold = _probe(backend, workload, cache_dir, timeout)
-            figures = attrs.evolve(
-                figures,
-                cold_stages=_stages(cold),
-                cold_first_result_seconds=cold["first_result_seconds"],
-            )
-            warm = _probe(backend, workload, cache_dir, timeout)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as error:
-            return attrs.evolve(figures, message=str(error))
+    runs = []
+    for _ in range(max(repeat, 1)):
+        # mkdtemp makes the directory private (0700), as the build cache requires.
+        with tempfile.TemporaryDirectory(prefix="stencilforge-cold-cache-") as cache_dir:
+            try:
+                cold = _probe(backend, workload, cache_dir, timeout)
+                warm = _probe(backend, workload, cache_dir, timeout)
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as error:
+                return attrs.evolve(figures, message=str(error))
+        runs.append((_stages(cold), cold["first_result_seconds"], warm))
+    compiles = [sum(stage.seconds for stage in stages) for stages, _, _ in runs]
+    middle = sorted(range(len(runs)), key=compiles.__getitem__)[len(runs) // 2]
+    stages, _, warm = runs[middle]
     return attrs.evolve(
-        figures, warm_stages=_stages(warm), warm_start_seconds=warm["first_result_seconds"]
+        figures,
+        cold_stages=stages,
+        cold_first_result_seconds=statistics.median(first for _, first, _ in runs),
+        warm_stages=_stages(warm),
+        warm_start_seconds=statistics.median(w["first_result_seconds"] for _, _, w in runs),
+        cold_compile_samples=tuple(compiles),
+        cold_first_result_samples=tuple(first for _, first, _ in runs),
+        warm_start_samples=tuple(w["first_result_seconds"] for _, _, w in runs),
     )
 
 

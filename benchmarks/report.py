@@ -67,6 +67,12 @@ def _rows_table(rows: Sequence[Row]) -> list[str]:
     return _table(header, lines)
 
 
+def _with_samples(value: float | None, samples: Sequence[float]) -> str:
+    if len(samples) < 2:
+        return seconds(value)
+    return f"{seconds(value)} [{', '.join(seconds(sample) for sample in samples)}]"
+
+
 def _stages(figures: Any) -> str:
     return ", ".join(f"{s.stage} {seconds(s.seconds)}" for s in figures) or "-"
 
@@ -74,9 +80,10 @@ def _stages(figures: Any) -> str:
 def _pipeline_table(report: Report) -> list[str]:
     lines = [
         [
-            f.backend, f.workload, _stages(f.cold_stages), seconds(f.cold_compile_seconds),
-            seconds(f.cold_first_result_seconds),
-            seconds(f.warm_start_seconds), seconds(f.call_seconds),
+            f.backend, f.workload, _stages(f.cold_stages),
+            _with_samples(f.cold_compile_seconds, f.cold_compile_samples),
+            _with_samples(f.cold_first_result_seconds, f.cold_first_result_samples),
+            _with_samples(f.warm_start_seconds, f.warm_start_samples), seconds(f.call_seconds),
             seconds(f.direct_call_seconds), seconds(f.call_overhead_seconds),
             f.message or "ok",
         ]
@@ -112,10 +119,10 @@ def format_report(report: Report) -> str:
         out += [f"  {r.workload} {r.size} {r.backend}: {(r.message or '?').splitlines()[0]}"
                 for r in failed]
     if report.pipeline:
-        out += ["", "Pipeline figures (small grid; cold/warm starts in fresh subprocesses; "
-                "cold compile = definition -> loaded callable, the sum of the stages; cold 1st "
-                "result adds creating the backend and the arguments; "
-                "dispatch = program call - executable call):",
+        out += ["", "Pipeline figures (small grid; cold/warm starts in fresh subprocesses, "
+                "medians over the runs (samples in brackets); cold compile = definition -> "
+                "loaded callable, the sum of the stages; cold 1st result adds creating the "
+                "backend and the arguments; dispatch = program call - executable call):",
                 *_pipeline_table(report)]
     out += ["", "CachedStep hit times (median): " + ", ".join(
         f"{name} {seconds(value)}" for name, value in report.cache_hits.items())]
