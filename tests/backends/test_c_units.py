@@ -80,3 +80,15 @@ def test_a_compiler_that_cannot_run_is_named_with_what_to_do(compiler):
     with pytest.raises(CompilationError, match="cannot run the C compiler") as caught:
         compiler_identity(compiler)
     assert compiler in str(caught.value) and "$CC" in str(caught.value)
+
+
+def test_the_compilers_identity_is_remembered_where_possible(tmp_path):
+    compiler_identity.cache_clear()
+    memo = tmp_path / "memo"
+    memo.mkdir()
+    identity = compiler_identity("cc", str(memo))
+    assert "march=" in identity
+    assert [path.read_text() for path in memo.glob("compiler-*.txt")] == [identity]
+    compiler_identity.cache_clear()
+    # A memo directory that cannot be written to costs the memo, not the answer.
+    assert compiler_identity("cc", str(tmp_path / "missing")) == identity

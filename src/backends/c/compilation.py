@@ -86,8 +86,11 @@ def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
     identity = _ask_compiler(compiler)
     if memo is not None:
         temporary = memo.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(identity)
-        os.replace(temporary, memo)
+        try:
+            temporary.write_text(identity)
+            os.replace(temporary, memo)
+        except OSError as error:  # the memo saves time; without it the answer still holds
+            _log.debug("not remembering the compiler's identity in %s: %s", memo, error)
     return identity
 
 
