@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +102,51 @@ def test_locals_read_at_shifts_become_transients_unless_temporaries_are_off():
     assert {n for n, d in with_temps.arrays.items() if d.transient} == {
         "t0_lap_field", "t0_flx", "t0_fly"}
     assert not any(d.transient for d in inline.arrays.values())
+
+
+def test_cpu_transients_live_in_memory_the_loader_provides():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+
+    program = backends.dace_cpu.frontend_program(corpus.hdiff_program.definition)
+    for device, external in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
+        sdfg = dace.SDFG.from_json(
+            json.loads(SDFGTranslation(device_type=device)(program).text)
+        )
+        transients = [d for d in sdfg.arrays.values() if d.transient]
+        assert transients
+        for data in transients:
+            assert (data.lifetime == dace.AllocationLifetime.External) is external
+            if external:
+                assert data.storage == dace.StorageType.CPU_Heap
+
+
+def test_threads_calling_at_once_on_different_grids_share_the_transients_safely():
+    """The loaded SDFG's state holds one buffer for its transients, laid out for the symbols
+    of the signature running: concurrent calls on different grids must each get their own
+    layout (and a bigger grid a bigger buffer)."""
+    program = corpus.hdiff_program.with_backend(backends.dace_cpu)
+    shapes = [(12, 11, 5), (40, 44, 24), (9, 30, 7), (52, 36, 20)]
+    rng = np.random.default_rng(11)
+    inputs = [rng.uniform(-1.0, 1.0, shape) for shape in shapes]
+    expected = []
+    for inp in inputs:
+        out = np.zeros_like(inp)
+        corpus.hdiff_reference(inp, 0.05, out)
+        expected.append(out)
+
+    def run(index: int) -> bool:
+        inp = inputs[index % len(inputs)]
+        for _ in range(20):
+            out = np.zeros_like(inp)
+            program(inp, 0.05, out)
+            if not np.allclose(out, expected[index % len(inputs)], rtol=1e-12, atol=1e-13):
+                return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert all(pool.map(run, range(8)))
 
 
 def test_cpu_tasklets_compute_rows_in_simd_loops_and_gpu_tasklets_points():

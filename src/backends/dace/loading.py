@@ -11,6 +11,11 @@ argument signature: ``fast_entry`` (what ``Program.__call__`` tries first) reuse
 same arrays arrive again with unchanged shapes, strides and dtypes, and returns
 ``NotImplemented`` otherwise, so the full path checks the new arguments. The full path tries
 ``fast_entry`` first too, so an executable called directly is as fast on a repeat call.
+
+Transients with external memory (CPU SDFGs): one buffer per loaded library, grown when a
+signature needs more, is handed to the SDFG's state whenever the running signature changes
+(``_ExternalMemory``). The state is shared by every call of the library, so handing over and
+running happen under one lock.
 """
 
 from __future__ import annotations
@@ -76,6 +81,41 @@ class _Signature:
         self.initargs = initargs
 
 
+class _ExternalMemory:
+    """The buffer behind a loaded SDFG's external transients, and the lock of its state.
+
+    DaCe sizes and lays out external memory from the symbols (``initargs``), so the buffer
+    is handed over again when the signature changes. It is reused across calls: allocating
+    the transients on every call page-faulted through all of them (about 100 MB for hdiff
+    at 256x256x64).
+    """
+
+    def __init__(self, compiled: Any, storage: Any) -> None:
+        self.lock = threading.Lock()
+        self._size = compiled.get_exported_function(
+            f"__dace_get_external_memory_size_{storage.name}", restype=ctypes.c_size_t
+        )
+        self._set = compiled.get_exported_function(f"__dace_set_external_memory_{storage.name}")
+        if self._size is None or self._set is None:
+            raise DamagedArtifactError(
+                f"the built SDFG {compiled.filename} has external {storage.name} memory but "
+                "no functions to size or set it; delete the cache entry to rebuild it"
+            )
+        self._buffer: np.ndarray | None = None
+        self._current: _Signature | None = None
+
+    def bind(self, handle: Any, signature: _Signature) -> None:
+        """Give the state at ``handle`` memory for ``signature`` (the caller holds ``lock``)."""
+        if self._current is signature:
+            return
+        needed = int(self._size(handle, *signature.initargs))
+        if self._buffer is None or self._buffer.nbytes < needed:
+            self._buffer = None  # the old buffer goes before the new one is allocated
+            self._buffer = np.empty(max(needed, 64), np.uint8)
+        self._set(handle, ctypes.c_void_p(self._buffer.ctypes.data), *signature.initargs)
+        self._current = signature
+
+
 class SDFGProgram:
     """A loaded SDFG program.
 
@@ -87,9 +127,15 @@ class SDFGProgram:
     """
 
     def __init__(
-        self, compiled: Any, interface: SDFGInterface, path: str, device_type: DeviceType
+        self,
+        compiled: Any,
+        interface: SDFGInterface,
+        path: str,
+        device_type: DeviceType,
+        memory: _ExternalMemory | None = None,
     ) -> None:
         self.compiled = compiled
+        self._memory = memory
         self.interface = interface
         self.checker = ArgumentChecker(interface.ir)
         self.path = path
@@ -127,12 +173,29 @@ class SDFGProgram:
             if signature is None or not _matches(signature, args):
                 return NotImplemented
             self._last = signature
+        self._run(signature)
+        return None
+
+    def _run(self, signature: _Signature) -> None:
+        memory = self._memory
+        if memory is None:
+            self._enter(signature)
+            return
+        with memory.lock:
+            if not self.compiled._initialized:
+                # DaCe initializes on the first call; the memory must be set before it runs.
+                self.compiled._initialize(signature.initargs)
+            memory.bind(self.compiled._libhandle, signature)
+            self._enter(signature)
+
+    def _enter(self, signature: _Signature) -> None:
         entry = self._entry
         if entry is not None and not _compiled_sdfg_hooks():
             entry[0](entry[1], *signature.callargs)
         else:
             self.compiled.fast_call(signature.callargs, signature.initargs)
-        return None
+            if self._entry is None:
+                self._entry = _initialized_entry(self.compiled)
 
     # -- the full path ---------------------------------------------------------------------
     def __call__(self, *args: Any) -> None:
@@ -141,10 +204,7 @@ class SDFGProgram:
         if self.fast_entry(*args) is None:
             return
         self.checker.check(args, self.device_type)
-        signature = self._prepare(args)
-        self.compiled.fast_call(signature.callargs, signature.initargs)
-        if self._entry is None:
-            self._entry = _initialized_entry(self.compiled)
+        self._run(self._prepare(args))
 
     def _prepare(self, args: Sequence[Any]) -> _Signature:
         ir = self.interface.ir
@@ -315,15 +375,23 @@ def _load(artifact: CompiledArtifact, device_type: DeviceType) -> SDFGProgram:
     interface = artifact.source.metadata
     key = (str(library), content_hash)
     with _loaded_lock:
-        compiled = _loaded.get(key)
-        if compiled is None:
+        loaded = _loaded.get(key)
+        if loaded is None:
             import dace  # noqa: PLC0415  (optional package)
             from dace.codegen.compiler import get_program_handle  # noqa: PLC0415
 
             sdfg = dace.SDFG.from_json(json.loads(artifact.source.text))
             compiled = get_program_handle(library, sdfg, stub)
-            _loaded[key] = compiled
-    return SDFGProgram(compiled, interface, str(library), device_type)
+            storages = sorted(compiled.external_memory_types, key=lambda storage: storage.name)
+            if len(storages) > 1 or any(s != dace.StorageType.CPU_Heap for s in storages):
+                raise DamagedArtifactError(
+                    f"the built SDFG {library} keeps external memory in "
+                    f"{[s.name for s in storages]}; this loader provides only CPU_Heap"
+                )
+            memory = _ExternalMemory(compiled, storages[0]) if storages else None
+            loaded = _loaded[key] = (compiled, memory)
+    compiled, memory = loaded
+    return SDFGProgram(compiled, interface, str(library), device_type, memory)
 
 
 def load_sdfg(artifact: CompiledArtifact, /) -> SDFGProgram:

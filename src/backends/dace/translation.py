@@ -8,7 +8,8 @@ The SDFG is built with DaCe's graph API, not ``@dace.program``:
 - every stencil is one map over its output domain (symbols ``lo<k>_<dim>``/``hi<k>_<dim>``)
   with one C++ tasklet; a local read at shifted positions becomes a transient array computed
   by its own map over the domain plus the local's extent (``temporaries=False`` recomputes it
-  inline instead), like ``c_cpu``'s temporaries;
+  inline instead), like ``c_cpu``'s temporaries; on CPUs their memory is external, a buffer
+  the loader keeps (``backends.dace.loading``);
 - on CPUs the maps span the outer dimensions and each tasklet computes a row along the
   innermost one in a loop marked ``omp simd``, its reads and writes being row pointers (DaCe
   emits no such pragma; per point, gcc versioned every row for aliasing: 15% slower); GPU
@@ -248,11 +249,18 @@ class _StencilStates:
             local_type = self.definitions[name].type
             assert local_type is not None
             shape = [self.hi[d] - self.lo[d] + (bounds[d][1] - bounds[d][0]) for d in self.dims]
+            cpu = builder.options.device_type == DeviceType.CPU
+            dace = builder.dace
             builder.sdfg.add_transient(
                 naming.temporary(index, name),
                 shape,
-                _dace_type(builder.dace, local_type.dtype),
-                lifetime=builder.dace.AllocationLifetime.SDFG,
+                _dace_type(dace, local_type.dtype),
+                # On CPUs the loader hands DaCe one reused buffer for them (External): a
+                # fresh allocation per call page-faulted through every transient.
+                storage=dace.StorageType.CPU_Heap if cpu else dace.StorageType.Default,
+                lifetime=(
+                    dace.AllocationLifetime.External if cpu else dace.AllocationLifetime.SDFG
+                ),
             )
 
     def _bounds(self, extent: FieldExtent) -> dict[str, tuple[int, int]]:
