@@ -102,18 +102,24 @@ class _ExternalMemory:
                 "no functions to size or set it; delete the cache entry to rebuild it"
             )
         self._buffer: np.ndarray | None = None
-        self._current: _Signature | None = None
+        #: the state and the signature the memory was last set for
+        self._current: tuple[int | None, _Signature] | None = None
 
     def bind(self, handle: Any, signature: _Signature) -> None:
-        """Give the state at ``handle`` memory for ``signature`` (the caller holds ``lock``)."""
-        if self._current is signature:
+        """Give the state at ``handle`` memory for ``signature`` (the caller holds ``lock``).
+
+        A new state (DaCe re-initializes after a failed call) gets it again too.
+        """
+        current = (handle.value, signature)
+        previous = self._current
+        if previous is not None and previous[0] == handle.value and previous[1] is signature:
             return
         needed = int(self._size(handle, *signature.initargs))
         if self._buffer is None or self._buffer.nbytes < needed:
             self._buffer = None  # the old buffer goes before the new one is allocated
             self._buffer = np.empty(max(needed, 64), np.uint8)
         self._set(handle, ctypes.c_void_p(self._buffer.ctypes.data), *signature.initargs)
-        self._current = signature
+        self._current = current
 
 
 class SDFGProgram:
@@ -183,7 +189,9 @@ class SDFGProgram:
             return
         with memory.lock:
             if not self.compiled._initialized:
-                # DaCe initializes on the first call; the memory must be set before it runs.
+                # DaCe initializes on the first call (as fast_call does: load, initialize);
+                # the memory must be set before the SDFG first runs.
+                self.compiled._lib.load()
                 self.compiled._initialize(signature.initargs)
             memory.bind(self.compiled._libhandle, signature)
             self._enter(signature)
