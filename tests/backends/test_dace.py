@@ -302,6 +302,46 @@ def test_repeat_calls_enter_the_sdfg_directly_unless_a_dace_hook_is_registered()
     assert len(calls) == 1  # directly
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hdiff",
+        "scalar_float32_parameter",
+        "scalar_int32_parameter",
+        "scalar_int64_parameter",
+        "scalar_bool_parameter_inverted",
+    ],
+)
+def test_repeat_calls_pass_every_argument_kind_through_the_packed_entry(name):
+    """A repeat call hands DaCe's entry its arguments as one vector of 64-bit words
+    (pointers, integers, float bits): scalars of every kind must arrive intact."""
+    (case,) = [c for c in corpus.CASES if c.name == name]
+    args = case.build()
+    order = list(args)
+    program = case.program.with_backend(backends.dace_cpu)
+    executable = program.compile(*args.values())
+    executable(*args.values())  # prepares the signature; DaCe's own call initializes
+    assert executable._packed is not None
+    calls = []
+    packed = executable._packed
+
+    def counting(*words):
+        calls.append(words)
+        return packed(*words)
+
+    executable._packed = counting
+    for key, value in args.items():  # new inputs, same arrays: the results must change
+        if isinstance(value, np.ndarray) and key not in case.outputs:
+            value[...] = np.roll(value, 1, axis=0)
+    expected = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
+    case.reference(**expected)
+    executable(*(args[k] for k in order))
+    assert len(calls) == 1
+    for out in case.outputs:
+        rtol, atol = case.tolerance(expected[out].dtype)
+        np.testing.assert_allclose(args[out], expected[out], rtol=rtol, atol=atol)
+
+
 def test_a_fast_call_refuses_an_output_made_read_only_since():
     prog = corpus.lap.with_backend(backends.dace_cpu)
     inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))

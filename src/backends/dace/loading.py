@@ -10,7 +10,9 @@ domains and the mode of each stencil) and calls ``fast_call``. The vector is rem
 argument signature: ``fast_entry`` (what ``Program.__call__`` tries first) reuses it when the
 same arrays arrive again with unchanged shapes, strides and dtypes, and returns
 ``NotImplemented`` otherwise, so the full path checks the new arguments. The full path tries
-``fast_entry`` first too, so an executable called directly is as fast on a repeat call.
+``fast_entry`` first too, so an executable called directly is as fast on a repeat call. A
+repeat call without DaCe call hooks enters the translation's packed entry with the
+signature's prepared argument words (one ctypes argument instead of one per SDFG argument).
 
 Transients with external memory (CPU SDFGs): one buffer per loaded library, grown when a
 signature needs more, is handed to the SDFG's state whenever the running signature changes
@@ -61,7 +63,7 @@ _loaded_lock = threading.Lock()
 class _Signature:
     """A prepared argument vector and what it was prepared for."""
 
-    __slots__ = ("arrays", "callargs", "count", "initargs", "scalars")
+    __slots__ = ("arrays", "callargs", "count", "initargs", "scalars", "words", "words_address")
 
     def __init__(
         self,
@@ -79,6 +81,24 @@ class _Signature:
         self.scalars = scalars
         self.callargs = callargs
         self.initargs = initargs
+        #: the call arguments as 64-bit words, for the packed entry, and their address
+        #: (``ndarray.ctypes`` costs microseconds: read once)
+        self.words = _words(callargs)
+        self.words_address: int = self.words.ctypes.data
+
+
+def _words(callargs: tuple[Any, ...]) -> np.ndarray:
+    """``callargs`` as the packed entry reads them: pointers and integers by value, floats
+    by their bits (a ``float`` in the low 32)."""
+    words = np.zeros(max(len(callargs), 1), np.int64)
+    for index, value in enumerate(callargs):
+        if isinstance(value, ctypes.c_double):
+            words[index] = np.float64(value.value).view(np.int64)
+        elif isinstance(value, ctypes.c_float):
+            words[index] = int(np.float32(value.value).view(np.int32))
+        else:
+            words[index] = int(value.value or 0)
+    return words
 
 
 class _ExternalMemory:
@@ -165,6 +185,10 @@ class SDFGProgram:
         self._last: _Signature | None = None
         #: DaCe's entry function and library handle, once a call has initialized the SDFG
         self._entry: tuple[Callable[..., Any], Any] | None = None
+        #: the translation's packed entry (``__sf_packed_<name>``), when the library has one
+        self._packed = compiled.get_exported_function(f"__sf_packed_{sdfg.name}")
+        if self._packed is not None:
+            self._packed.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
     def __repr__(self) -> str:
         return f"SDFGProgram({self.interface.ir.name}, {self.path!r})"
@@ -199,7 +223,10 @@ class SDFGProgram:
     def _enter(self, signature: _Signature) -> None:
         entry = self._entry
         if entry is not None and not _compiled_sdfg_hooks():
-            entry[0](entry[1], *signature.callargs)
+            if self._packed is not None:
+                self._packed(entry[1], signature.words_address)
+            else:
+                entry[0](entry[1], *signature.callargs)
         else:
             self.compiled.fast_call(signature.callargs, signature.initargs)
             if self._entry is None:
