@@ -92,3 +92,19 @@ def test_the_compilers_identity_is_remembered_where_possible(tmp_path):
     compiler_identity.cache_clear()
     # A memo directory that cannot be written to costs the memo, not the answer.
     assert compiler_identity("cc", str(tmp_path / "missing")) == identity
+
+
+def test_gcc_gets_its_tuning_flags_and_other_compilers_do_not(tmp_path):
+    from backends.c.compilation import GCC_TUNING, is_gcc  # noqa: PLC0415
+
+    if is_gcc("cc"):
+        assert set(GCC_TUNING) <= set(CCompilation(str(tmp_path / "gcc")).flags)
+    clang = tmp_path / "fake-clang"
+    clang.write_text("#!/bin/sh\necho 'Debian clang version 15.0.6'\n")
+    clang.chmod(0o755)
+    flags = CCompilation(str(tmp_path / "clang"), compiler=str(clang)).flags
+    assert not set(GCC_TUNING) & set(flags)
+    assert flags[0] == "-O3" and "-fopenmp" in flags
+    # A compiler that cannot run gets the portable flags; the error comes when it is used.
+    missing = CCompilation(str(tmp_path / "none"), compiler="/nonexistent/stencilforge-cc")
+    assert not set(GCC_TUNING) & set(missing.flags)

@@ -31,7 +31,14 @@ from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
-__all__ = ["CCompilation", "CompilationError", "artifact_is_intact", "default_compiler"]
+__all__ = [
+    "GCC_TUNING",
+    "CCompilation",
+    "CompilationError",
+    "artifact_is_intact",
+    "default_compiler",
+    "is_gcc",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -125,13 +132,33 @@ def _ask_compiler(compiler: str) -> str:
     return f"{banner.strip()} march={arch}"
 
 
-def _default_flags() -> tuple[str, ...]:
+#: Flags for gcc only: they tune gcc's optimizer for the generated tile sweeps.
+GCC_TUNING = (
+    # gcc would split each sweep loop at its tile-edge guards and copy the whole loop body per
+    # part, doubling the build time of a stencil for no measurable speed.
+    "-fno-split-loops",
+    # The induction-variable pass costs the most on the fused sweep loop, whose address uses
+    # number in the dozens; past 50 uses gcc skips it there (small loops keep it): 18% of
+    # hdiff's build, no measurable speed on the grid (ADR 0009).
+    "--param=iv-max-considered-uses=50",
+)
+
+
+def is_gcc(compiler: str, memo_directory: str | None = None) -> bool:
+    """Whether ``compiler`` is gcc (its ``--version`` banner; ``False`` if it cannot run)."""
+    try:
+        identity = compiler_identity(compiler, memo_directory)
+    except CompilationError:
+        return False
+    return "Free Software Foundation" in identity and "clang" not in identity.lower()
+
+
+def _default_flags(compilation: CCompilation) -> tuple[str, ...]:
     # -ffp-contract=off: no fused multiply-add, so results match NumPy's rounding.
-    # -fno-split-loops: gcc would split each sweep loop at its tile-edge guards and copy the
-    # whole loop body per part, doubling the build time of a stencil for no measurable speed.
+    tuning = GCC_TUNING if is_gcc(compilation.compiler, compilation.build_directory) else ()
     return (
         "-O3",
-        "-fno-split-loops",
+        *tuning,
         "-march=native",
         "-fopenmp",
         "-ffp-contract=off",
@@ -148,12 +175,17 @@ class CCompilation:
     Attributes:
         build_directory: the build cache (``builds/`` and ``tmp/`` live inside).
         compiler: the C compiler executable.
-        flags: compiler flags (the cache key records them, and what ``-march=native`` means).
+        flags: compiler flags (the cache key records them, and what ``-march=native`` means);
+            by default ``-O3 -march=native -fopenmp``, no FMA contraction, and with gcc its
+            ``GCC_TUNING``. Chosen for ``compiler`` at construction: an ``attrs.evolve`` that
+            changes the compiler keeps the old flags unless it passes new ones.
     """
 
     build_directory: str
     compiler: str = attrs.field(factory=default_compiler)
-    flags: tuple[str, ...] = attrs.field(factory=_default_flags)
+    flags: tuple[str, ...] = attrs.field(
+        default=attrs.Factory(_default_flags, takes_self=True)
+    )
     accepts: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
