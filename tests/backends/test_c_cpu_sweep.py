@@ -12,7 +12,6 @@ No ``from __future__ import annotations``: the generated modules are read by the
 
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ if _HERE not in sys.path:
 
 from c_programs import stencils  # noqa: E402
 from c_programs.support import GeneratedModules  # noqa: E402
+from threaded_calls import calls_agree_across_threads  # noqa: E402
 
 import allocators  # noqa: E402
 import backends  # noqa: E402
@@ -186,30 +186,19 @@ def test_threads_calling_at_once_each_use_their_own_temporaries():
     program = stencils.hdiff_program.with_backend(backends.c_cpu)
     # Below and above the size where c_cpu switches to OpenMP (32768 points).
     shapes = [(12, 11, 5), (40, 44, 24), (9, 30, 7), (52, 36, 20)]
-    rng = np.random.default_rng(7)
-    inputs = [rng.uniform(-1.0, 1.0, shape) for shape in shapes]
-    expected = []
-    for inp in inputs:
-        out = np.zeros_like(inp)
-        stencils.hdiff_reference(inp, 0.05, out)
-        expected.append(out)
-
-    def run(index: int) -> bool:
-        inp = inputs[index % len(inputs)]
-        for _ in range(30):
-            out = np.zeros_like(inp)
-            program(inp, 0.05, out)
-            if not np.allclose(out, expected[index % len(inputs)], rtol=1e-12, atol=1e-13):
-                return False
-        return True
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        assert all(pool.map(run, range(8)))
+    assert calls_agree_across_threads(
+        lambda inp, out: program(inp, 0.05, out),
+        lambda inp, out: stencils.hdiff_reference(inp, 0.05, out),
+        shapes,
+        seed=7,
+        repeats=30,
+    )
 
 
 def _prefetches(source: str) -> list[str]:
     tile = source[source.index("sf_stencil_0_tile(") : source.index("int sf_stencil_0(")]
-    return re.findall(r"const uintptr_t r\d+ = \(uintptr_t\)(p_\w+) \+ \(uintptr_t\)\(\(([^;]*)\)", tile)
+    row = r"const uintptr_t r\d+ = \(uintptr_t\)(p_\w+) \+ \(uintptr_t\)\(\(([^;]*)\)"
+    return re.findall(row, tile)
 
 
 def test_the_parallel_path_prefetches_the_rows_each_position_touches_first():

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "dsl"))
 
 import corpus  # noqa: E402
+from threaded_calls import calls_agree_across_threads  # noqa: E402
 
 
 def _lap_reference(inp, out):
@@ -128,25 +128,12 @@ def test_threads_calling_at_once_on_different_grids_share_the_transients_safely(
     layout (and a bigger grid a bigger buffer)."""
     program = corpus.hdiff_program.with_backend(backends.dace_cpu)
     shapes = [(12, 11, 5), (40, 44, 24), (9, 30, 7), (52, 36, 20)]
-    rng = np.random.default_rng(11)
-    inputs = [rng.uniform(-1.0, 1.0, shape) for shape in shapes]
-    expected = []
-    for inp in inputs:
-        out = np.zeros_like(inp)
-        corpus.hdiff_reference(inp, 0.05, out)
-        expected.append(out)
-
-    def run(index: int) -> bool:
-        inp = inputs[index % len(inputs)]
-        for _ in range(20):
-            out = np.zeros_like(inp)
-            program(inp, 0.05, out)
-            if not np.allclose(out, expected[index % len(inputs)], rtol=1e-12, atol=1e-13):
-                return False
-        return True
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        assert all(pool.map(run, range(8)))
+    assert calls_agree_across_threads(
+        lambda inp, out: program(inp, 0.05, out),
+        lambda inp, out: corpus.hdiff_reference(inp, 0.05, out),
+        shapes,
+        seed=11,
+    )
 
 
 def test_cpu_tasklets_compute_rows_in_simd_loops_and_gpu_tasklets_points():
