@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 _HERE = str(Path(__file__).resolve().parent)
@@ -31,10 +31,12 @@ from c_programs.support import GeneratedModules  # noqa: E402
 
 import backends  # noqa: E402
 
+#: Hypothesis keeps what it finds in its example database (``.hypothesis/``), so a failure is
+#: replayed by the next run on the same checkout; a failure found once also joins the
+#: ``@example`` list of its test, so that every later run (CI's clean clones included) replays it.
 DIFFERENTIAL_SETTINGS = settings(
     max_examples=20,
     deadline=None,
-    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
@@ -145,14 +147,6 @@ def _expression(draw, operations, literals, local: bool, budget: int) -> str:
     children = [
         draw(_expression(operations, literals, local, (budget - 1) // arity)) for _ in range(arity)
     ]
-    if template.startswith(("astype(where", "minimum", "maximum")) and not _is_field(children[0]):
-        # embedded_numpy fails on a builtin whose first argument is a scalar and a later one
-        # a field (see test_builtin_with_a_scalar_first_argument_runs_embedded): keep the
-        # first argument a field, so that this test compares c_cpu with a working reference.
-        if template.startswith("astype(where"):
-            children[0] = f"({children[0]} + a)"
-        else:
-            children.reverse()
     # A divisor appears twice in its template (test and use): repeat the last child.
     children += [children[-1]] * (template.count("{}") - arity)
     return template.format(*children, dtype="{dtype}")
@@ -227,11 +221,54 @@ def _source_of(program: Any) -> str:
     return Path(sys.modules[program.function.__module__].__file__).read_text()
 
 
+_REPRODUCTION = '''
+# --- reproduce: save this whole text as repro.py and run `python repro.py`
+if __name__ == "__main__":
+    import numpy as np
+
+    import backends
+
+    for offset, shape in enumerate({grids!r}):
+        rng = np.random.default_rng({seed} + offset)
+        dtype = np.dtype("{dtype}")
+        if dtype.kind == "f":
+            a, b, c = (rng.uniform(-2.0, 2.0, shape).astype(dtype) for _ in range(3))
+            s = float(dtype.type(rng.uniform(-2.0, 2.0)))
+            sentinel = -777.25
+        else:
+            a, b, c = (rng.integers(-20, 21, shape).astype(dtype) for _ in range(3))
+            s = int(rng.integers(-5, 6))
+            sentinel = -12345
+        outputs = {{}}
+        for name in ("embedded_numpy", "c_cpu"):
+            out = np.full(shape, sentinel, dtype)
+            with np.errstate(all="ignore"):
+                generated_program.with_backend(getattr(backends, name))(
+                    a.copy(), b.copy(), c.copy(), s, out
+                )
+            outputs[name] = out
+        same = np.isclose(outputs["c_cpu"], outputs["embedded_numpy"], rtol=1e-12, equal_nan=True)
+        print(shape, "points that differ:", np.argwhere(~same).tolist()[:10])
+'''
+
+
+def _note_reproduction(program: Any, dtype_name: str, seed: int) -> None:
+    """Attach a standalone script (the generated module and its inputs) to a failing example."""
+    note(_source_of(program) + _REPRODUCTION.format(grids=GRIDS, seed=seed, dtype=dtype_name))
+
+
 @DIFFERENTIAL_SETTINGS
 @given(spec=_float_program(), seed=st.integers(0, 2**31))
+# Issue 19: embedded_numpy gave where(cond, 3, 0.5) the int dtype of its first literal.
+@example(
+    spec=("float64", "abs(astype(where((s + a) < a(K + 1), 3, 0.5), float64))", "(t - b(J - 1))"),
+    seed=19,
+)
+@example(spec=("float32", "(minimum(0.5, a) + b)", "astype(where(c > 0.5, 3, t), float32)"), seed=1)
 def test_random_float_expressions_agree_with_embedded_numpy(generate, spec, seed):
     dtype_name, local, result = spec
     program = generate(dtype_name, local, result)
+    _note_reproduction(program, dtype_name, seed)
     dtype = np.dtype(dtype_name)
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     for out, expected in _run_both(program, dtype, seed):
@@ -246,9 +283,11 @@ def test_random_float_expressions_agree_with_embedded_numpy(generate, spec, seed
 
 @DIFFERENTIAL_SETTINGS
 @given(spec=_int_program(), seed=st.integers(0, 2**31))
+@example(spec=("int32", "(maximum(3, b) + a)", "astype(where(c > 1, 7, t), int32)"), seed=3)
 def test_random_integer_expressions_agree_exactly_with_embedded_numpy(generate, spec, seed):
     dtype_name, local, result = spec
     program = generate(dtype_name, local, result)
+    _note_reproduction(program, dtype_name, seed)
     dtype = np.dtype(dtype_name)
     for out, expected in _run_both(program, dtype, seed):
         assert out.dtype == expected.dtype == dtype

@@ -262,9 +262,10 @@ class EmbeddedField:
     def __dsl_builtin__(self, name: str, args: tuple[Any, ...]) -> Any:
         """Apply the DSL builtin ``name`` (see ``pipeline.dsl.builtins``)."""
         ns = self.ns
-        first = next(a for a in args if isinstance(a, EmbeddedField))
-        others = [a for a in args if a is not first]
-        position = next(i for i, a in enumerate(args) if a is first)  # == would build a field
+        position = next(i for i, a in enumerate(args) if isinstance(a, EmbeddedField))
+        first = args[position]
+        # By position, not identity: the same field may be passed twice (minimum(x, x)).
+        others = [*args[:position], *args[position + 1 :]]
 
         def ordered(a0: Any, *rest: Any) -> list[Any]:
             values = list(rest)
@@ -318,6 +319,15 @@ def _is_scalar(value: Any) -> bool:
     return getattr(value, "shape", None) == () and hasattr(value, "dtype")
 
 
+def _is_weak(value: Any) -> bool:
+    """A Python literal: it takes its kind from the other operand (NumPy 2 weak scalars).
+
+    NumPy scalars (``astype(3, float32)``) and 0-d arrays (boolean parameters) are strong,
+    as the frontend types them.
+    """
+    return isinstance(value, bool | int | float)
+
+
 def _is_integer(array: Any) -> bool:
     return hasattr(array, "dtype") and np.dtype(str(array.dtype).rsplit(".", 1)[-1]).kind in "iu"
 
@@ -332,39 +342,61 @@ def _kind(value: Any) -> str:
     return np.dtype(str(value.dtype).rsplit(".", 1)[-1]).kind.replace("u", "i")
 
 
+#: Weak kinds in promotion order: two literals promote to the later of their kinds.
+_WEAK_ORDER = "bif"
+_PYTHON_TYPES: dict[str, type] = {"b": bool, "i": int, "f": float}
+
+
 def _coerce(ns: Any, a: Any, b: Any, op: Callable[..., Any] | None) -> tuple[Any, Any]:
-    """Apply the DSL's promotion (NumPy 2 weak scalars) explicitly, so strict namespaces agree."""
+    """Convert two operands as the frontend types them (``pipeline.passes.typing_.promote``).
+
+    Done explicitly, so that strict namespaces agree with NumPy and a pair of literals (``where(c,
+    3, 0.5)``) has the common kind of both rather than the first one's.
+    """
     ka, kb = _kind(a), _kind(b)
     if op is operator.truediv and ka in "ib" and kb in "ib":
-        ka = kb = "f"
-        a = _to_float(ns, a)
-        b = _to_float(ns, b)
+        return _to_float(ns, a), _to_float(ns, b)
+    if op in _ORDERINGS and ka == kb == "b":
+        # NumPy orders False before True; the array API defines no ordering of booleans.
+        return _to_int(ns, a), _to_int(ns, b)
     if ka == kb:
         return a, b
-    if _is_scalar(a) and _is_scalar(b):
-        return a, b
-    if _is_scalar(b):
+    if _is_weak(a) and _is_weak(b):
+        kind = max(ka, kb, key=_WEAK_ORDER.index)
+        python_type = _PYTHON_TYPES[kind]
+        return python_type(a), python_type(b)
+    if _is_weak(b):
         return _promote_pair(ns, a, b, ka, kb)
-    if _is_scalar(a):
+    if _is_weak(a):
         b2, a2 = _promote_pair(ns, b, a, kb, ka)
         return a2, b2
-    return a, b
+    return a, b  # two strong operands of different kinds: the frontend refuses these
 
 
-def _promote_pair(ns: Any, array: Any, scalar: Any, k_array: str, k_scalar: str) -> tuple[Any, Any]:
-    if k_scalar == "f" and k_array in "ib":
-        return ns.astype(array, ns.float64), float(scalar)
-    if k_scalar == "i" and k_array == "b":
-        return ns.astype(array, ns.int64), int(scalar)
-    if k_scalar == "b":
-        return array, (float(scalar) if k_array == "f" else int(scalar))
-    if k_scalar == "i" and k_array == "f":
-        return array, float(scalar)
-    return array, scalar
+def _promote_pair(ns: Any, strong: Any, weak: Any, k_strong: str, k_weak: str) -> tuple[Any, Any]:
+    """A strong operand and a literal of another kind, converted to their common dtype."""
+    if k_weak == "f" and k_strong in "ib":
+        return _astype(ns, strong, "float64"), float(weak)
+    if k_weak == "i" and k_strong == "b":
+        return _astype(ns, strong, "int64"), int(weak)
+    return strong, _PYTHON_TYPES[k_strong](weak)
+
+
+def _astype(ns: Any, value: Any, dtype: str) -> Any:
+    if isinstance(value, np.generic):
+        return np.dtype(dtype).type(value)
+    return ns.astype(value, namespace_attribute(ns, dtype))
+
+
+_ORDERINGS = frozenset({operator.lt, operator.le, operator.gt, operator.ge})
+
+
+def _to_int(ns: Any, value: Any) -> Any:
+    return int(value) if _is_weak(value) else _astype(ns, value, "int64")
 
 
 def _to_float(ns: Any, value: Any) -> Any:
-    return float(value) if _is_scalar(value) else ns.astype(value, ns.float64)
+    return float(value) if _is_weak(value) else _astype(ns, value, "float64")
 
 
 def _as_array(ns: Any, value: Any, like: Any) -> Any:
