@@ -1,36 +1,30 @@
-"""Backends: a compile pipeline (or none) paired with an allocator for one device.
+"""Backends are values: a name, an allocator for one device, and a compile pipeline.
 
-``CompiledBackend`` checks at construction that its allocator allocates on the device its
-pipeline generates code for. ``EmbeddedBackend`` is the degenerate case: its pipeline is the
-identity and the Python definition runs directly on arrays of an array-API namespace.
+A backend orchestrates nothing. The program's dispatcher (``pipeline.dispatch``) walks the
+pipeline once per compile-time signature and checks every argument; the backend carries the
+one function that extracts a call's compile-time arguments. ``CompiledBackend`` checks at
+construction that its allocator allocates on the device its pipeline generates code for.
+``EmbeddedBackend`` is the degenerate case: the shared frontend, identity translation and
+compilation, and a loading step that runs the Python definition on an array namespace.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, cast
 
 import attrs
+import numpy as np
 
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
-from backends.cache import dump_directory
-from backends.embedded import EmbeddedExecutable
-from pipeline import CompilePipeline, identity
-from pipeline.arguments import ArgumentChecker, bind_arguments
-from pipeline.errors import DamagedArtifactError
-from pipeline.frontend.step import frontend_in_memory
-from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
-from pipeline.workflow import StageDump, step_name, subscribe
+from backends.embedded import EmbeddedExecutable, EmbeddedLoading, embedded_pipeline
+from pipeline import CompilePipeline
+from pipeline.stages import CompilableProgram, CompileTimeArgs
+from pipeline.workflow import step_name, unwrap_step
 
-__all__ = ["Backend", "CompiledBackend", "EmbeddedBackend"]
-
-_log = logging.getLogger(__name__)
-
-# The frontend is shared by every backend, so a definition is parsed once per process.
-_FRONTEND = frontend_in_memory()
+__all__ = ["Backend", "CompiledBackend", "EmbeddedBackend", "no_compile_time_args", "unit_strides"]
 
 Allocator = FieldBufferAllocator | ModuleType | Any
 
@@ -42,6 +36,30 @@ def _allocator_device_type(allocator: object) -> DeviceType:
     return cast(DeviceType, resolved.device_type)
 
 
+def unit_strides(args: tuple[Any, ...]) -> CompileTimeArgs:
+    """Per argument: whether its last dimension has unit stride (``None`` for scalars).
+
+    Code specialized for unit stride indexes the innermost loop directly, which is what lets
+    the C compiler vectorize it. The default of ``CompiledBackend.compile_time_args``.
+    """
+    return CompileTimeArgs((("unit_stride", tuple(_unit_stride(a) for a in args)),))
+
+
+def _unit_stride(value: Any) -> bool | None:
+    strides = getattr(value, "strides", None)
+    if not strides:
+        return None
+    return bool(strides[-1] == getattr(value, "itemsize", 0) or value.shape[-1] <= 1)
+
+
+_NOTHING = CompileTimeArgs()
+
+
+def no_compile_time_args(args: tuple[Any, ...]) -> CompileTimeArgs:
+    """Nothing is specialized: one executable serves every call (embedded backends)."""
+    return _NOTHING
+
+
 @attrs.frozen
 class Backend:
     """A named way to run programs, with the allocator for its fields.
@@ -50,7 +68,8 @@ class Backend:
         name: a short identifier used in metrics and messages (``"c_cpu"``).
         allocator: a field buffer allocator, an array namespace, or a factory of either.
 
-    Backends are immutable configuration: ``copy.deepcopy(backend) is backend``.
+    Programs run on the two kinds below, which add a pipeline. Backends are immutable
+    configuration: ``copy.deepcopy(backend) is backend``.
     """
 
     name: str
@@ -66,43 +85,34 @@ class Backend:
         """The device type the backend's fields live on."""
         return _allocator_device_type(self.allocator)
 
+    @property
+    def array_namespace(self) -> ModuleType | None:
+        """The array namespace arguments must belong to, when the allocator is one."""
+        resolved = allocators.resolve_allocator(self.allocator)
+        return cast(ModuleType, resolved) if allocators.is_array_namespace(resolved) else None
+
+    @property
+    def array_type(self) -> type | None:
+        """The array class native code reads: ``numpy.ndarray`` for CPU buffer allocators."""
+        if self.array_namespace is None and self.device_type is DeviceType.CPU:
+            return np.ndarray
+        return None
+
     def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
         return self
 
     def __copy__(self) -> Backend:
         return self
 
-    is_embedded = False
-
-    def _unsupported(self) -> TypeError:
-        return TypeError(
-            f"backend {self.name!r} is a {type(self).__name__}, which is neither a "
-            "CompiledBackend nor an EmbeddedBackend, so programs cannot run on it; derive "
-            "your backend from one of those two"
-        )
-
-    def dispatch_key(self, args: tuple[Any, ...]) -> Any:
-        """The part of a call's arguments an executable is specialized for."""
-        raise self._unsupported()
-
-    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
-        """An executable for ``definition``, specialized for ``args``."""
-        raise self._unsupported()
-
-    def translate_program(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> ProgramSource:
-        """The source a compiled backend generates for ``definition`` and ``args``."""
-        raise self._unsupported()
-
-    def frontend_program(self, definition: ProgramDefinition) -> CompilableProgram:
-        """The frontend's typed, inlined IR for ``definition``."""
-        return _FRONTEND(definition)
-
 
 @attrs.frozen
 class CompiledBackend(Backend):
     """A backend that compiles programs through ``pipeline``.
+
+    Attributes:
+        pipeline: the four steps; its translation must declare what it ``emits``.
+        compile_time_args: extracts from a call's arguments what an executable is
+            specialized for (default: ``unit_strides``); one executable per distinct value.
 
     Raises:
         ValueError: at construction, when the allocator's device type differs from the device
@@ -110,7 +120,8 @@ class CompiledBackend(Backend):
             no ``emits`` (so agreement cannot be checked).
     """
 
-    pipeline: CompilePipeline[Any, Any, Any, Any, Any]
+    pipeline: CompilePipeline[Any, Any, Any]
+    compile_time_args: Callable[[tuple[Any, ...]], CompileTimeArgs] = unit_strides
 
     def __attrs_post_init__(self) -> None:
         emitted = self.pipeline.source_format
@@ -122,11 +133,7 @@ class CompiledBackend(Backend):
             )
         allocator_device = _allocator_device_type(self.allocator)
         if allocator_device != emitted.device_type:
-            kind = (
-                "array namespace"
-                if allocators.is_array_namespace(allocators.resolve_allocator(self.allocator))
-                else "allocator"
-            )
+            kind = "array namespace" if self.array_namespace is not None else "allocator"
             raise ValueError(
                 f"backend {self.name!r}: the {kind} allocates on {allocator_device.name} but "
                 f"the pipeline's translation {step_name(self.pipeline.translation)} emits "
@@ -140,65 +147,12 @@ class CompiledBackend(Backend):
         assert emitted is not None  # checked at construction
         return emitted.device_type
 
-    def dispatch_key(self, args: tuple[Any, ...]) -> Any:
-        """Per argument: whether its last dimension has unit stride (``None`` for scalars).
-
-        Code specialized for unit stride indexes the innermost loop directly, which is what
-        lets the C compiler vectorize it.
-        """
-        return tuple(_unit_stride(a) for a in args)
-
-    def _specialized(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> ProgramDefinition:
-        """``definition`` with the compile-time arguments of ``args``.
-
-        Without arguments (``translate()`` for inspection) nothing is specialized and every
-        field is assumed contiguous in its last dimension.
-
-        Raises:
-            ArgumentError: the number of arguments does not match the parameters.
-        """
-        if not args:
-            return definition
-        parameters = self.frontend_program(definition).ir.params
-        if len(args) != len(parameters):
-            bind_arguments(definition.name, [p.name for p in parameters], args, {})
-        return attrs.evolve(
-            definition, compile_time_args=(("unit_stride", self.dispatch_key(args)),)
-        )
-
-    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
-        """Run the pipeline: frontend, translation, compilation (cached), loading.
-
-        A built object found damaged at load time (changed after its cache entry was
-        validated) is rebuilt once, with a logged warning.
-        """
-        specialized = self._specialized(definition, args)
-        dump = dump_directory()
-        with subscribe(StageDump(dump)) if dump is not None else contextlib.nullcontext():
-            try:
-                return self.pipeline(specialized)  # type: ignore[no-any-return]
-            except DamagedArtifactError as error:
-                _log.warning("%s; rebuilding %s", error, definition.name)
-                return self.pipeline(specialized)  # type: ignore[no-any-return]
-
-    def translate_program(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> ProgramSource:
-        """Frontend and translation only, for inspection."""
-        return self.pipeline.translate(self._specialized(definition, args))  # type: ignore[no-any-return]
-
-
-def _unit_stride(value: Any) -> bool | None:
-    strides = getattr(value, "strides", None)
-    if not strides:
-        return None
-    return bool(strides[-1] == getattr(value, "itemsize", 0) or value.shape[-1] <= 1)
-
 
 def _validated_namespace(namespace: object) -> ModuleType:
     return cast(ModuleType, allocators.validate_array_namespace(namespace))
+
+
+EmbeddedPipeline = CompilePipeline[CompilableProgram, CompilableProgram, EmbeddedExecutable]
 
 
 @attrs.frozen
@@ -208,27 +162,37 @@ class EmbeddedBackend(Backend):
     Attributes:
         allocator: an array-API namespace (``numpy``, ``array_api_strict``, ``cupy``,
             ``jax.numpy``); anything else is a ``TypeError`` naming what is missing.
+        pipeline: by default the shared frontend, identity translation and compilation, and
+            loading to an ``EmbeddedExecutable`` over ``allocator``; a variant may replace a
+            step (``attrs.evolve(backend, pipeline=...)``).
+        compile_time_args: by default nothing: one executable serves every call.
+
+    Raises:
+        ValueError: the pipeline's loading runs the definition on another namespace than
+            ``allocator`` (as ``attrs.evolve(backend, allocator=...)`` would make).
     """
 
     allocator: ModuleType = attrs.field(converter=_validated_namespace)
+    pipeline: CompilePipeline[Any, Any, Any] = attrs.field(kw_only=True)
+    compile_time_args: Callable[[tuple[Any, ...]], CompileTimeArgs] = attrs.field(
+        default=no_compile_time_args, kw_only=True
+    )
+
+    @pipeline.default
+    def _embedded_pipeline(self) -> EmbeddedPipeline:
+        return embedded_pipeline(self.allocator)
+
+    def __attrs_post_init__(self) -> None:
+        loading = unwrap_step(self.pipeline.loading)
+        if isinstance(loading, EmbeddedLoading) and loading.namespace is not self.allocator:
+            raise ValueError(
+                f"backend {self.name!r}: its pipeline runs definitions on "
+                f"{allocators.namespace_name(loading.namespace)} but its allocator is "
+                f"{allocators.namespace_name(self.allocator)}; make the backend with "
+                f"EmbeddedBackend({self.name!r}, <namespace>) rather than evolving the allocator"
+            )
 
     @property
     def namespace(self) -> ModuleType:
         """The array namespace that programs run on."""
         return self.allocator
-
-    @property
-    def pipeline(self) -> Any:
-        """The identity: embedded programs are not compiled."""
-        return identity
-
-    is_embedded = True
-
-    def dispatch_key(self, args: tuple[Any, ...]) -> Any:
-        """Embedded programs need one executable whatever the arguments."""
-        return None
-
-    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
-        """Run ``definition`` itself on fields of the namespace, after checking arguments."""
-        checker = ArgumentChecker(self.frontend_program(definition).ir)
-        return EmbeddedExecutable(definition, checker, self.allocator, self.device_type)

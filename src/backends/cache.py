@@ -19,20 +19,11 @@ from pipeline.caching import ensure_private_directory
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
-    "DUMP_STAGES_VARIABLE",
     "cache_directory",
-    "dump_directory",
     "sweep_stale_builds",
 ]
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
-DUMP_STAGES_VARIABLE = "STENCILFORGE_DUMP_STAGES"
-
-
-def dump_directory() -> Path | None:
-    """Where to write every stage artifact of every compile (``STENCILFORGE_DUMP_STAGES``)."""
-    configured = os.environ.get(DUMP_STAGES_VARIABLE)
-    return Path(configured) if configured else None
 
 
 def cache_directory() -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import stat
 import sys
 import threading
@@ -27,9 +28,9 @@ import cachetools
 import diskcache
 import filelock
 
-from pipeline.errors import UnsafeCacheDirectoryError
+from pipeline.errors import CacheStoreError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import fingerprint
-from pipeline.workflow import Step
+from pipeline.workflow import Step, step_name
 
 __all__ = [
     "CacheStats",
@@ -78,11 +79,15 @@ class StepCache(Protocol):
 
     def get_or_compute(
         self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
-    ) -> T:
-        """Return the value stored under ``key``, computing and storing it on a miss.
+    ) -> tuple[T, bool]:
+        """Return the value stored under ``key`` and whether it was stored (a hit), computing
+        and storing it on a miss.
 
         A stored value for which ``validate`` answers False is treated as damaged: evicted
         with a logged warning and recomputed.
+
+        Raises:
+            CacheStoreError: the computed value cannot be stored (not picklable, on disk).
         """
         ...
 
@@ -123,23 +128,23 @@ class MemoryStepCache:
 
     def get_or_compute(
         self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
-    ) -> T:
+    ) -> tuple[T, bool]:
         hit, value = self._lookup(key, validate)
         if hit:
-            return value  # type: ignore[no-any-return]
+            return value, True
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
             hit, value = self._lookup(key, validate)
             if hit:
-                return value  # type: ignore[no-any-return]
+                return value, True
             with self._lock:
                 self.stats.misses += 1
             result = compute()
             with self._lock:
                 self._entries[key] = result
                 self._key_locks.pop(key, None)
-            return result
+            return result, False
 
 
 def ensure_private_directory(path: str | os.PathLike[str]) -> Path:
@@ -222,18 +227,26 @@ class DiskStepCache:
 
     def get_or_compute(
         self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
-    ) -> T:
+    ) -> tuple[T, bool]:
         hit, value = self._lookup(key, validate)
         if hit:
-            return value  # type: ignore[no-any-return]
+            return value, True
         with self._single_flight(key):
             hit, value = self._lookup(key, validate)
             if hit:
-                return value  # type: ignore[no-any-return]
+                return value, True
             self.stats.misses += 1
             result = compute()
-            self._entries.set(key, result, retry=True)
-            return result
+            try:
+                self._entries.set(key, result, retry=True)
+            except (pickle.PicklingError, TypeError, AttributeError) as error:
+                raise CacheStoreError(
+                    f"{self!r} cannot store a {type(result).__module__}."
+                    f"{type(result).__qualname__}: it cannot be pickled ({error}); return a "
+                    "picklable artifact (attrs classes of plain values are), or cache the step "
+                    "in memory with CachedStep.in_memory"
+                ) from error
+            return result, False
 
     def clear(self) -> None:
         """Remove every entry."""
@@ -301,4 +314,19 @@ class CachedStep(Generic[S, T]):
         return f"{self._step_key[:32]}-{input_key}"
 
     def __call__(self, inp: S, /) -> T:
-        return self.cache.get_or_compute(self.cache_key(inp), lambda: self.step(inp), self.validate)
+        return self.call_with_hit(inp)[0]
+
+    def call_with_hit(self, inp: S, /) -> tuple[T, bool]:
+        """The step's result for ``inp``, and whether the cache answered.
+
+        Raises:
+            CacheStoreError: the result cannot be stored in the cache, naming the step.
+        """
+        try:
+            return self.cache.get_or_compute(
+                self.cache_key(inp), lambda: self.step(inp), self.validate
+            )
+        except CacheStoreError as error:
+            raise CacheStoreError(
+                f"the result of step {step_name(self.step)}: {error}"
+            ) from error.__cause__

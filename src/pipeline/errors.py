@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArgumentError",
+    "CacheStoreError",
     "DSLError",
     "DSLNameError",
     "DSLSyntaxError",
@@ -16,6 +17,7 @@ __all__ = [
     "DomainError",
     "FingerprintError",
     "StepMismatchError",
+    "StepOutputError",
     "UnsafeCacheDirectoryError",
 ]
 
@@ -37,6 +39,14 @@ class UnsafeCacheDirectoryError(PermissionError):
 
     Cache entries are code that will be loaded and run, so such a directory is refused.
     """
+
+
+class StepOutputError(TypeError):
+    """A step returned something its stage does not allow (named with the stage and step)."""
+
+
+class CacheStoreError(TypeError):
+    """A disk-cached step returned a value that its cache cannot store (it cannot be pickled)."""
 
 
 class DamagedArtifactError(RuntimeError):

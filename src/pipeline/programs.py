@@ -1,60 +1,33 @@
 """Program and field-operator objects: the user's handle on a definition and a backend.
 
-``Program.__call__`` is the top of the data's walk: it asks the backend for the
-dispatch key of the arguments, finds the executable in the program's dispatch table (a
-miss compiles or prepares it once per key) and calls it. Backends implement the small
-``ProgramBackend`` protocol; this module never imports ``backends`` except to resolve the
+``Program.__call__`` is the top of the data's walk: it tries the fast entry of the last
+signature, else hands the bound arguments to the program's ``Dispatcher`` (``dispatch.py``),
+which owns everything between here and the executable. A backend is a value that provides
+``dispatch.DispatchBackend``; this module never imports ``backends`` except to resolve the
 default backend lazily.
 """
 
 from __future__ import annotations
 
 import importlib
-import time
-from collections.abc import Callable, Hashable
-from typing import Any, Protocol, TypeVar, cast, overload
+from collections.abc import Callable
+from typing import Any, TypeVar, cast, overload
 
 import attrs
 
 from pipeline import metrics
 from pipeline.arguments import bind_arguments
-from pipeline.errors import DSLError
+from pipeline.dispatch import DispatchBackend, Dispatcher
 from pipeline.frontend.source import captured_values, with_captured_globals
-from pipeline.stages import CompilableProgram, Executable, ProgramDefinition, ProgramSource
+from pipeline.staged import Lowered
+from pipeline.stages import CompilableProgram, ProgramDefinition
 
-__all__ = ["FieldOperator", "Program", "ProgramBackend", "field_operator", "program"]
+__all__ = ["FieldOperator", "Program", "field_operator", "program"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class ProgramBackend(Protocol):
-    """What a program needs from its backend (``backends.Backend`` implements it)."""
-
-    name: str
-
-    def dispatch_key(self, args: tuple[Any, ...]) -> Hashable:
-        """The part of the arguments an executable is specialized for."""
-        ...
-
-    def load_program(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
-        """An executable for ``definition`` specialized for ``args``'s dispatch key."""
-        ...
-
-    def translate_program(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> ProgramSource:
-        """The generated source for ``definition`` and ``args`` (compiled backends only)."""
-        ...
-
-    def frontend_program(self, definition: ProgramDefinition) -> CompilableProgram:
-        """The frontend's output for ``definition`` (typed, inlined IR)."""
-        ...
-
-    @property
-    def __field_allocator__(self) -> Any: ...
-
-
-def _default_backend() -> ProgramBackend:
+def _default_backend() -> DispatchBackend:
     # Resolved lazily: `backends` imports `pipeline`, so `pipeline` cannot import it at load.
     return importlib.import_module("backends").DEFAULT_BACKEND  # type: ignore[no-any-return]
 
@@ -74,10 +47,12 @@ def _check_backend(instance: object, attribute: attrs.Attribute[Any], value: obj
             "pass backends.embedded_numpy to run the Python definition on NumPy (the default), "
             "or a compiled backend such as backends.c_cpu"
         )
-    if not callable(getattr(value, "dispatch_key", None)) or not isinstance(
-        getattr(value, "name", None), str
-    ):
-        raise TypeError(f"backend must be a backends.Backend, got {value!r}")
+    pipeline = getattr(value, "pipeline", None)
+    if not isinstance(getattr(value, "name", None), str) or not callable(pipeline):
+        raise TypeError(
+            f"backend must be a backends.Backend with a pipeline (a CompiledBackend or an "
+            f"EmbeddedBackend), got {value!r}"
+        )
 
 
 def _resolve_backend(value: object) -> Any:
@@ -89,24 +64,23 @@ class _Definition:
     """Common part of programs and field operators."""
 
     function: Callable[..., Any]
-    backend: ProgramBackend = attrs.field(
-        default=cast(ProgramBackend, DEFAULT),
+    backend: DispatchBackend = attrs.field(
+        default=cast(DispatchBackend, DEFAULT),
         converter=_resolve_backend,
         validator=_check_backend,
         kw_only=True,
     )
-    _table: dict[tuple[Any, Hashable], Executable] = attrs.field(
-        factory=dict, init=False, repr=False
-    )
+    # Made after the backend is validated (see __attrs_post_init__).
+    _dispatcher: Dispatcher = attrs.field(init=False, repr=False)
     _definition: list[ProgramDefinition] = attrs.field(factory=list, init=False, repr=False)
-    # The executable of the last call (its native entry when it has one): one try before
-    # the dispatch table, which makes a repeated call one native call.
-    _fast: list[Any] = attrs.field(factory=lambda: [None], init=False, repr=False)
-    # The function run embedded, with the globals captured on first use (see
-    # ``with_captured_globals``).
+    # The function run when called on embedded fields, with the globals captured on first
+    # use (see ``with_captured_globals``).
     _frozen: list[Any] = attrs.field(factory=list, init=False, repr=False)
 
     kind = "program"
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_dispatcher", Dispatcher(self.backend, self.metrics_key))
 
     @property
     def name(self) -> str:
@@ -130,7 +104,7 @@ class _Definition:
     @property
     def __field_allocator__(self) -> Any:
         """The backend's allocator, so that ``allocators.zeros(..., allocator=prog)`` works."""
-        return self.backend.__field_allocator__
+        return self.backend.__field_allocator__  # type: ignore[attr-defined]
 
     def __fingerprint__(self) -> object:
         return self.definition
@@ -138,45 +112,23 @@ class _Definition:
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return self
 
-    def with_backend(self, backend: ProgramBackend) -> Any:
+    def with_backend(self, backend: DispatchBackend) -> Any:
         """The same definition on another backend (a new object; ``self`` is unchanged)."""
         return attrs.evolve(self, backend=backend)
 
     def frontend(self) -> CompilableProgram:
         """The frontend's output: typed, inlined IR with extents (``str(...ir)`` prints it).
 
+        The backend pipeline's frontend makes it, the same one that compiles, checks
+        arguments and binds keywords.
+
         Raises:
             DSLError: the definition is not valid DSL (located in the user's source).
         """
-        try:
-            return self.backend.frontend_program(self.definition)
-        except DSLError as error:
-            raise _user_facing(error) from None
+        return self._dispatcher.frontend(self.definition)
 
-    def _executable(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Executable:
-        key = (definition.output_slices, self.backend.dispatch_key(args))
-        executable = self._table.get(key)
-        if executable is None:
-            start = time.perf_counter()
-            try:
-                executable = self.backend.load_program(definition, args)
-            except DSLError as error:
-                raise _user_facing(error) from None
-            if metrics.enabled():
-                metrics.record_compile(self.metrics_key, time.perf_counter() - start)
-            self._table[key] = executable
-        return executable
-
-    def _run(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Any:
-        executable = self._executable(definition, args)
-        if definition.output_slices is None:
-            self._fast[0] = getattr(executable, "fast_entry", executable)
-        if not metrics.enabled():
-            return executable(*args)
-        start = time.perf_counter()
-        result = executable(*args)
-        metrics.record_call(self.metrics_key, time.perf_counter() - start)
-        return result
+    def _lower(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Lowered:
+        return Lowered.of(self._dispatcher, definition, args)
 
 
 @attrs.frozen(eq=False)
@@ -196,47 +148,40 @@ class Program(_Definition):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        fast = self._fast[0]
+        dispatcher = self._dispatcher
+        fast = dispatcher.fast
         if fast is not None and not kwargs and not metrics.ACTIVE:
             result = fast(*args)
             if result is not NotImplemented:
                 return result
         if kwargs:
-            names = [p.name for p in self.frontend().ir.params]
-            args = bind_arguments(self.name, names, args, kwargs)
-        return self._run(self.definition, args)
+            args = self._bind(args, kwargs)
+        return dispatcher.call(self.definition, args)
 
-    def compile(self, *args: Any) -> Executable:
-        """Compile (or fetch) the executable for example ``args`` without running it.
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        names = [p.name for p in self.frontend().ir.params]
+        return bind_arguments(self.name, names, args, kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Frontend and translation for example ``args``: the IR and the generated source.
+
+        Without arguments nothing is specialized (every field is taken as contiguous).
+        ``.compile()`` on the result finishes the walk.
+
+        Raises:
+            ArgumentError: the arguments do not match the parameters.
+            DSLError: the definition is not valid DSL.
+        """
+        return self._lower(self.definition, self._bind(args, kwargs) if kwargs else args)
+
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.lower(*args).compile()``: the compiled program for ``args``'s signature,
+        installed so that the first call with such arguments runs at once.
 
         Raises:
             RuntimeError: on an embedded backend: embedded programs are not compiled.
         """
-        if not hasattr(self.backend, "pipeline") or _is_embedded(self.backend):
-            raise RuntimeError(
-                f"{self.name!r} runs on the embedded backend {self.backend.name!r}: embedded "
-                "programs are not compiled; use .with_backend(backends.c_cpu) to compile"
-            )
-        return self._executable(self.definition, args)
-
-    def translate(self, *args: Any) -> ProgramSource:
-        """The generated source for example ``args`` (frontend + translation only)."""
-        if _is_embedded(self.backend):
-            raise RuntimeError(
-                f"{self.name!r} runs on the embedded backend {self.backend.name!r}, which "
-                "generates no source; use .with_backend(...) with a compiled backend"
-            )
-        return self.backend.translate_program(self.definition, args)
-
-
-def _user_facing(error: DSLError) -> DSLError:
-    # The message already points into the user's source; our parser's frames would only
-    # push it off the screen.
-    return error.with_traceback(None)
-
-
-def _is_embedded(backend: object) -> bool:
-    return getattr(backend, "is_embedded", False) is True
+        return self.lower(*args, **kwargs).compile()
 
 
 @attrs.frozen(eq=False)
@@ -259,8 +204,7 @@ class FieldOperator(_Definition):
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
                 "of arrays), and optionally domain=(slice, ...) for the output domain"
             )
-        definition = self._direct_definition(domain)
-        return self._run(definition, (*args, *outputs))
+        return self._dispatcher.call(self._direct_definition(domain), (*args, *outputs))
 
     def _evaluate_embedded(self, args: tuple[Any, ...], out: Any) -> Any:
         if not self._frozen:

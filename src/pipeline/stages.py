@@ -1,36 +1,66 @@
 """The artifacts that pass between the stages of a compile pipeline.
 
-``ProgramDefinition`` -> frontend -> ``CompilableProgram`` -> translation -> ``ProgramSource``
--> compilation -> ``CompiledArtifact`` -> loading -> executable.
+``ConcreteDefinition`` (a ``ProgramDefinition`` and its ``CompileTimeArgs``) -> frontend (of the
+definition alone) -> ``CompilableProgram`` -> translation -> ``ProgramSource`` -> compilation
+-> ``CompiledArtifact`` -> loading -> ``Executable``.
 
-Every artifact is immutable, has a readable ``repr`` and is fingerprintable; those that a disk
+Every artifact is immutable, has a one-line ``repr`` and is fingerprintable; those that a disk
 cache may hold (source and compiled artifacts) are picklable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
 
 from allocators import DeviceType
+from pipeline.ir.nodes import ProgramIR
 
 __all__ = [
     "CompilableProgram",
+    "CompileTimeArgs",
     "CompiledArtifact",
+    "ConcreteDefinition",
     "Executable",
     "ProgramDefinition",
     "ProgramSource",
+    "SelfCheckingExecutable",
     "SourceFormat",
 ]
 
 
 class Executable(Protocol):
-    """What loading produces: a callable that takes the program's arguments."""
+    """What loading produces: a callable that runs the program on checked arguments.
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    The contract (ADR 0011):
+    - it receives one value per program parameter, positionally, in parameter order (the
+      dispatcher binds keywords first);
+    - it is called only for the compile-time signature it was built for, and only after the
+      dispatcher's ``ArgumentChecker`` accepted the arguments;
+    - it returns ``None`` (outputs updated in place) or, for functional array namespaces
+      (JAX), the tuple of written output arrays in parameter order.
+
+    An executable that checks arguments itself offers ``fast_entry`` as well (see
+    ``SelfCheckingExecutable``).
+    """
+
+    def __call__(self, *args: Any) -> Any: ...
+
+
+class SelfCheckingExecutable(Executable, Protocol):
+    """An executable whose ``fast_entry`` checks every argument itself (c_cpu's native code).
+
+    ``fast_entry(*args)`` takes unchecked arguments: it runs the program, or returns
+    ``NotImplemented`` without touching memory when any argument fails a check or belongs to
+    another compile-time signature. The dispatcher keeps it as the program's fast path and
+    runs the ``ArgumentChecker`` only to explain a refusal.
+    """
+
+    fast_entry: Callable[..., Any]
 
 
 def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -45,8 +75,6 @@ class ProgramDefinition:
         function: the user's Python function.
         kind: ``"field_operator"`` or ``"program"``.
         captured: the global and closure values the function's body refers to, by name.
-        compile_time_args: what a backend specializes the program for (e.g. which
-            dimensions have unit stride), as sorted (name, value) pairs; empty for the frontend.
         output_slices: for a field operator called directly, the output domain as (start,
             stop) per dimension of the output; ``None`` means the whole output.
     """
@@ -54,7 +82,6 @@ class ProgramDefinition:
     function: Callable[..., Any]
     kind: str
     captured: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
-    compile_time_args: tuple[tuple[str, Any], ...] = ()
     output_slices: tuple[tuple[int | None, int | None], ...] | None = None
 
     @property
@@ -70,7 +97,6 @@ class ProgramDefinition:
             self.function,
             self.kind,
             dict(self.captured),
-            self.compile_time_args,
             self.output_slices,
         )
 
@@ -79,17 +105,67 @@ class ProgramDefinition:
         return f"ProgramDefinition({self.kind} {function.__module__}.{function.__qualname__})"
 
 
-@attrs.frozen
-class CompilableProgram:
-    """What the frontend produces: typed IR plus the compile-time arguments.
+def _sorted_pairs(pairs: Iterable[tuple[str, Hashable]]) -> tuple[tuple[str, Hashable], ...]:
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+
+
+@attrs.frozen(repr=False)
+class CompileTimeArgs:
+    """What an executable is specialized for, extracted from a call's arguments by the backend.
+
+    Hashable: the dispatcher's table is keyed by it. Empty means "nothing specialized" (every
+    field contiguous in its last dimension, for translations that specialize on strides).
 
     Attributes:
-        ir: the program's typed intermediate representation.
-        compile_time_args: dtypes, ranks, layouts and static values the IR is specialized for.
+        items: sorted (name, value) pairs, e.g. ``(("unit_stride", (True, True)),)``.
     """
 
-    ir: Any
-    compile_time_args: tuple[tuple[str, Any], ...] = ()
+    items: tuple[tuple[str, Hashable], ...] = attrs.field(default=(), converter=_sorted_pairs)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value called ``name``, or ``default``."""
+        return dict(self.items).get(name, default)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={value!r}" for name, value in self.items)
+        return f"CompileTimeArgs({inner})"
+
+
+@attrs.frozen
+class ConcreteDefinition:
+    """A pipeline's input: the definition and the compile-time arguments, side by side.
+
+    The frontend reads ``definition`` alone, so it runs once per definition whatever the number
+    of signatures; the arguments rejoin the IR in the ``CompilableProgram``.
+    """
+
+    definition: ProgramDefinition
+    compile_time_args: CompileTimeArgs = CompileTimeArgs()
+
+
+@attrs.frozen(repr=False)
+class CompilableProgram:
+    """What the frontend produces: typed IR, with the compile-time arguments beside it.
+
+    Attributes:
+        definition: what the IR was made from (loadings that run the Python function itself,
+            as the embedded one does, read it; it does not enter the fingerprint).
+        ir: the program's typed intermediate representation (``str(ir)`` prints it).
+        compile_time_args: what the translation specializes the IR for.
+    """
+
+    definition: ProgramDefinition
+    ir: ProgramIR
+    compile_time_args: CompileTimeArgs = CompileTimeArgs()
+
+    def __fingerprint__(self) -> object:
+        return (self.ir, self.compile_time_args)
+
+    def __repr__(self) -> str:
+        return (
+            f"CompilableProgram({self.ir.name}, {len(self.ir.stencils)} stencil(s), "
+            f"{self.compile_time_args!r})"
+        )
 
 
 @attrs.frozen
@@ -108,7 +184,11 @@ class SourceFormat:
         return f"{self.language} for {self.device_type.name}"
 
 
-@attrs.frozen
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@attrs.frozen(repr=False)
 class ProgramSource:
     """What a translation produces: source text ready for a compiler.
 
@@ -126,8 +206,14 @@ class ProgramSource:
     build_options: tuple[tuple[str, str], ...] = ()
     metadata: Any = None
 
+    def __repr__(self) -> str:
+        return (
+            f"ProgramSource({self.format}, entry {self.entry_point}, {len(self.text)} chars, "
+            f"sha256 {_digest(self.text)})"
+        )
 
-@attrs.frozen
+
+@attrs.frozen(repr=False)
 class CompiledArtifact:
     """What a compilation produces: where the built object lives, and how to enter it.
 
@@ -144,3 +230,6 @@ class CompiledArtifact:
     content_hash: str
     entry_point: str
     source: ProgramSource
+
+    def __repr__(self) -> str:
+        return f"CompiledArtifact({self.path}, sha256 {self.content_hash[:12]})"

@@ -2,7 +2,13 @@
 
 A *step* is any callable from one stage artifact to the next. Steps with configuration are
 frozen attrs classes, so ``attrs.evolve(step, option=...)`` makes a variant. A
-``CompilePipeline`` names its four steps and runs them in order with an explicit body.
+``CompilePipeline`` names its four steps and runs them in order with an explicit body::
+
+    ConcreteDefinition --frontend(definition)--> CompilableProgram (+ compile-time args)
+        --translation--> source --compilation--> artifact --loading--> executable
+
+Each stage's output is checked cheaply as it leaves its step, so a step that returns the
+wrong thing is named at once rather than failing later somewhere else.
 """
 
 from __future__ import annotations
@@ -12,19 +18,28 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from pipeline.errors import StepMismatchError
-from pipeline.stages import SourceFormat
+from pipeline.errors import StepMismatchError, StepOutputError
+from pipeline.stages import (
+    CompilableProgram,
+    ConcreteDefinition,
+    ProgramDefinition,
+    ProgramSource,
+    SourceFormat,
+)
 
 __all__ = [
+    "DUMP_STAGES_VARIABLE",
     "CompilePipeline",
+    "ReportsCacheHits",
     "StageDump",
     "StageEvent",
     "StageSubscription",
     "Step",
+    "dump_directory",
     "identity",
     "step_name",
     "subscribe",
@@ -34,8 +49,6 @@ __all__ = [
 S_contra = TypeVar("S_contra", contravariant=True)
 T_co = TypeVar("T_co", covariant=True)
 T = TypeVar("T")
-Def = TypeVar("Def")
-Prog = TypeVar("Prog")
 Src = TypeVar("Src")
 Art = TypeVar("Art")
 Exe = TypeVar("Exe")
@@ -50,6 +63,15 @@ class Step(Protocol[S_contra, T_co]):
     """
 
     def __call__(self, inp: S_contra, /) -> T_co: ...
+
+
+@runtime_checkable
+class ReportsCacheHits(Protocol[S_contra, T_co]):
+    """A step that can say whether its cache answered (``CachedStep`` does)."""
+
+    def call_with_hit(self, inp: S_contra, /) -> tuple[T_co, bool]:
+        """The step's result for ``inp``, and whether it came from a cache."""
+        ...
 
 
 def identity(inp: T, /) -> T:
@@ -84,12 +106,14 @@ class StageEvent:
         step: the name of the step object (see ``step_name``).
         artifact: what the step returned.
         seconds: wall-clock duration of the step.
+        cache_hit: whether a cached step answered from its cache.
     """
 
     stage: str
     step: str
     artifact: object = attrs.field(repr=False)
     seconds: float
+    cache_hit: bool = False
 
 
 _subscribers_lock = threading.Lock()
@@ -132,6 +156,15 @@ def subscribe(callback: Callable[[StageEvent], None]) -> StageSubscription:
         return StageSubscription(_next_token)
 
 
+DUMP_STAGES_VARIABLE = "STENCILFORGE_DUMP_STAGES"
+
+
+def dump_directory() -> Path | None:
+    """Where to write every stage artifact of every compile (``STENCILFORGE_DUMP_STAGES``)."""
+    configured = os.environ.get(DUMP_STAGES_VARIABLE)
+    return Path(configured) if configured else None
+
+
 @attrs.define
 class StageDump:
     """A stage-event callback that writes every artifact to ``directory``, one file each.
@@ -155,21 +188,37 @@ class StageDump:
         (self.directory / name).write_text(body)
 
 
-def _emit(stage: str, step: object, artifact: object, seconds: float) -> None:
+def _emit(stage: str, step: object, artifact: object, seconds: float, cache_hit: bool) -> None:
     with _subscribers_lock:
         callbacks = list(_subscribers.values())
     if not callbacks:
         return
-    event = StageEvent(stage, step_name(step), artifact, seconds)
+    event = StageEvent(stage, step_name(step), artifact, seconds, cache_hit)
     for callback in callbacks:
         callback(event)
 
 
 def _run(stage: str, step: Callable[[Any], T], inp: object) -> T:
     start = time.perf_counter()
-    out = step(inp)
-    _emit(stage, step, out, time.perf_counter() - start)
+    if isinstance(step, ReportsCacheHits):
+        out, hit = step.call_with_hit(inp)
+    else:
+        out, hit = step(inp), False
+    _emit(stage, step, out, time.perf_counter() - start, hit)
     return out
+
+
+def _wrong_output(stage: str, step: object, got: object, expected: str) -> StepOutputError:
+    return StepOutputError(
+        f"the {stage} step {step_name(step)} returned {type(got).__module__}."
+        f"{type(got).__qualname__} {_short_repr(got)}, but a {stage} step must return "
+        f"{expected}; fix the step's return value"
+    )
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _declared_format(step: object, attribute: str) -> SourceFormat | None:
@@ -178,19 +227,24 @@ def _declared_format(step: object, attribute: str) -> SourceFormat | None:
 
 
 @attrs.frozen
-class CompilePipeline(Generic[Def, Prog, Src, Art, Exe]):
-    """The four stages from a program definition to an executable.
+class CompilePipeline(Generic[Src, Art, Exe]):
+    """The four stages from a concrete definition to an executable.
 
-    Construction checks cross-step agreement: when the translation declares ``emits`` and the
-    compilation declares ``accepts``, the two ``SourceFormat`` values must be equal. A step
-    that declares nothing is taken on trust.
+    The frontend reads the definition alone (so, cached, it runs once per definition however
+    many signatures are compiled); the compile-time arguments rejoin its ``CompilableProgram``
+    before translation. Construction checks cross-step agreement: when the translation
+    declares ``emits`` and the compilation declares ``accepts``, the two ``SourceFormat``
+    values must be equal. A step that declares nothing is taken on trust.
 
     Raises:
         StepMismatchError: (a ``ValueError``) at construction, naming both steps and values.
+        StepOutputError: (a ``TypeError``) when a run's frontend returns no
+            ``CompilableProgram``, its translation returns something other than the
+            ``ProgramSource`` of the format it declares, or its loading returns a non-callable.
     """
 
-    frontend: Step[Def, Prog]
-    translation: Step[Prog, Src]
+    frontend: Step[ProgramDefinition, CompilableProgram]
+    translation: Step[CompilableProgram, Src]
     compilation: Step[Src, Art]
     loading: Step[Art, Exe]
 
@@ -209,17 +263,44 @@ class CompilePipeline(Generic[Def, Prog, Src, Art, Exe]):
         """What the translation declares it emits, if it declares it."""
         return _declared_format(self.translation, "emits")
 
-    def translate(self, definition: Def) -> Src:
-        """Run frontend and translation only: the sanctioned partial run for inspection."""
-        program = _run("frontend", self.frontend, definition)
-        return _run("translation", self.translation, program)
+    @property
+    def compiles(self) -> bool:
+        """Whether the pipeline compiles: an embedded pipeline's compilation is ``identity``."""
+        return unwrap_step(self.compilation) is not identity
 
-    def __call__(self, definition: Def) -> Exe:
-        """Run all four stages in order and return the executable."""
-        program = _run("frontend", self.frontend, definition)
+    def program(self, inp: ConcreteDefinition) -> CompilableProgram:
+        """The frontend stage: the definition's IR, with the compile-time arguments beside it."""
+        program = _run("frontend", self.frontend, inp.definition)
+        if not isinstance(program, CompilableProgram):
+            raise _wrong_output("frontend", self.frontend, program, "a CompilableProgram")
+        return attrs.evolve(program, compile_time_args=inp.compile_time_args)
+
+    def translate(self, program: CompilableProgram) -> Src:
+        """The translation stage."""
         source = _run("translation", self.translation, program)
-        artifact = _run("compilation", self.compilation, source)
-        return _run("loading", self.loading, artifact)
+        emits = self.source_format
+        if emits is not None and not (isinstance(source, ProgramSource) and source.format == emits):
+            expected = f"a ProgramSource of {emits} (what it declares it emits)"
+            raise _wrong_output("translation", self.translation, source, expected)
+        return source
+
+    def compile(self, source: Src) -> Art:
+        """The compilation stage."""
+        return _run("compilation", self.compilation, source)
+
+    def load(self, artifact: Art) -> Exe:
+        """The loading stage."""
+        executable = _run("loading", self.loading, artifact)
+        if not callable(executable):
+            raise _wrong_output("loading", self.loading, executable, "a callable executable")
+        return executable
+
+    def __call__(self, inp: ConcreteDefinition) -> Exe:
+        """Run all four stages in order and return the executable."""
+        program = self.program(inp)
+        source = self.translate(program)
+        artifact = self.compile(source)
+        return self.load(artifact)
 
     def stages(self) -> Iterator[tuple[str, object]]:
         """The (stage name, step) pairs in order, for display and inspection."""

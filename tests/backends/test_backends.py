@@ -40,7 +40,9 @@ def pipeline_for(device_type: DeviceType) -> CompilePipeline:
 def test_default_backend_is_embedded_numpy():
     assert backends.DEFAULT_BACKEND is backends.embedded_numpy
     assert backends.embedded_numpy.namespace is np
-    assert backends.embedded_numpy.pipeline is identity
+    pipeline = backends.embedded_numpy.pipeline
+    assert pipeline.translation is identity and pipeline.compilation is identity
+    assert not pipeline.compiles
 
 
 def test_backends_are_not_copied():

@@ -77,7 +77,7 @@ def test_translate_returns_the_c_source_with_its_entry_point_and_compiles_nothin
     backend = private_backend(tmp_path / "cache", compiler)
     inp, out = lap_arguments()
 
-    source = stencils.lap.with_backend(backend).translate(inp, out)
+    source = stencils.lap.with_backend(backend).lower(inp, out).source
 
     assert isinstance(source, ProgramSource)
     assert source.format == C_SOURCE and source.format.language == "c"
@@ -88,7 +88,7 @@ def test_translate_returns_the_c_source_with_its_entry_point_and_compiles_nothin
     assert not (tmp_path / "cache" / "c" / "builds").exists()
     assert np.all(out == -777.25)
     # The named instance generates the same source (it does not depend on the cache).
-    assert stencils.lap.with_backend(backends.c_cpu).translate(inp, out) == source
+    assert stencils.lap.with_backend(backends.c_cpu).lower(inp, out).source == source
 
 
 def test_translate_specializes_for_the_strides_of_the_arguments(tmp_path):
@@ -96,8 +96,8 @@ def test_translate_specializes_for_the_strides_of_the_arguments(tmp_path):
     program = stencils.lap.with_backend(backend)
     inp, out = lap_arguments()
 
-    contiguous = program.translate(inp, out)
-    strided = program.translate(inp[:, :, ::2], out[:, :, ::2])
+    contiguous = program.lower(inp, out).source
+    strided = program.lower(inp[:, :, ::2], out[:, :, ::2]).source
 
     assert contiguous.entry_point != strided.entry_point
     assert contiguous.text != strided.text
@@ -215,7 +215,7 @@ def test_evolved_variants_are_really_different_builds(variants):
     assert len(list((variants["cache"] / "c" / "builds").glob("*.so"))) == 6
     inp = np.zeros((40, 37, 5))
     texts = {
-        name: stencils.hdiff_program.with_backend(b).translate(inp, COEFF, inp.copy()).text
+        name: stencils.hdiff_program.with_backend(b).lower(inp, COEFF, inp.copy()).as_text()
         for name, b in variants["backends"].items()
     }
     assert texts["c_cpu_inline"] != texts["c_cpu"]

@@ -11,6 +11,7 @@ included, must agree: floats to rtol 1e-12 (float64) / 1e-5 (float32), integers 
 No ``from __future__ import annotations``: the generated modules are read by the DSL.
 """
 
+import inspect
 import re
 import sys
 import warnings
@@ -223,25 +224,21 @@ def _source_of(program: Any) -> str:
 
 _REPRODUCTION = '''
 # --- reproduce: save this whole text as repro.py and run `python repro.py`
+from typing import Any
+
+import numpy as np
+
+import backends
+
+{inputs_source}
+
 if __name__ == "__main__":
-    import numpy as np
-
-    import backends
-
+    dtype = np.dtype("{dtype}")
     for offset, shape in enumerate({grids!r}):
-        rng = np.random.default_rng({seed} + offset)
-        dtype = np.dtype("{dtype}")
-        if dtype.kind == "f":
-            a, b, c = (rng.uniform(-2.0, 2.0, shape).astype(dtype) for _ in range(3))
-            s = float(dtype.type(rng.uniform(-2.0, 2.0)))
-            sentinel = -777.25
-        else:
-            a, b, c = (rng.integers(-20, 21, shape).astype(dtype) for _ in range(3))
-            s = int(rng.integers(-5, 6))
-            sentinel = -12345
+        a, b, c, s, sentinel_out = _inputs(dtype, shape, {seed} + offset)
         outputs = {{}}
         for name in ("embedded_numpy", "c_cpu"):
-            out = np.full(shape, sentinel, dtype)
+            out = sentinel_out.copy()
             with np.errstate(all="ignore"):
                 generated_program.with_backend(getattr(backends, name))(
                     a.copy(), b.copy(), c.copy(), s, out
@@ -254,7 +251,10 @@ if __name__ == "__main__":
 
 def _note_reproduction(program: Any, dtype_name: str, seed: int) -> None:
     """Attach a standalone script (the generated module and its inputs) to a failing example."""
-    note(_source_of(program) + _REPRODUCTION.format(grids=GRIDS, seed=seed, dtype=dtype_name))
+    script = _REPRODUCTION.format(
+        inputs_source=inspect.getsource(_inputs), grids=GRIDS, seed=seed, dtype=dtype_name
+    )
+    note(_source_of(program) + script)
 
 
 @DIFFERENTIAL_SETTINGS

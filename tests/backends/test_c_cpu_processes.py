@@ -275,7 +275,7 @@ def test_an_object_damaged_after_validation_is_rebuilt_when_loading_fails(cache,
     with caplog.at_level(logging.WARNING):
         run_lap_in_process(racy)
 
-    messages = [r.getMessage() for r in caplog.records if r.name.startswith("backends")]
+    messages = [r.getMessage() for r in caplog.records if r.name == "pipeline.dispatch"]
     assert any("does not match its recorded hash" in m and "rebuilding" in m for m in messages), (
         messages
     )

@@ -156,7 +156,9 @@ def _inner_loops(source: str) -> list[str]:
 
 def test_hdiff_computes_every_temporary_and_the_output_in_one_inner_loop():
     inp = np.zeros((40, 37, 5))
-    source = stencils.hdiff_program.with_backend(backends.c_cpu).translate(inp, 0.1, inp.copy())
+    source = stencils.hdiff_program.with_backend(backends.c_cpu).lower(
+        inp, 0.1, inp.copy()
+    ).source
     fused = [
         body
         for body in _inner_loops(source.text)
@@ -174,7 +176,7 @@ def test_hdiff_computes_every_temporary_and_the_output_in_one_inner_loop():
 
 def test_a_temporary_read_along_the_inner_dimension_gets_loops_of_its_own():
     inp = np.zeros((12, 12, 12))
-    source = stencils.vertical_chain_program.with_backend(backends.c_cpu).translate(inp, inp.copy())
+    source = stencils.vertical_chain_program.with_backend(backends.c_cpu).lower(inp, inp.copy()).source
     for body in _inner_loops(source.text):
         assert not (re.search(r"\bt_\w+\[[^\]]*\] = ", body) and "p_out[" in body)
 
@@ -200,7 +202,9 @@ def _prefetches(source: str) -> list[str]:
 
 def test_the_parallel_path_prefetches_the_rows_each_position_touches_first():
     inp = np.zeros((40, 37, 5))
-    source = stencils.hdiff_program.with_backend(backends.c_cpu).translate(inp, 0.1, inp.copy())
+    source = stencils.hdiff_program.with_backend(backends.c_cpu).lower(
+        inp, 0.1, inp.copy()
+    ).source
     rows = dict(_prefetches(source.text))
     # lap is computed one point ahead in I and J and reads inp(I + 1) there: the newest input
     # row is (I + 2, J + 1); the output row is (I, J). Both four positions ahead along J.
@@ -217,7 +221,7 @@ def test_strided_fields_and_a_zero_distance_are_not_prefetched():
     wide = np.zeros((40, 37, 10))
     strided = wide[:, :, ::2]
     program = stencils.hdiff_program.with_backend(backends.c_cpu)
-    rows = dict(_prefetches(program.translate(strided, 0.1, np.zeros((40, 37, 5))).text))
+    rows = dict(_prefetches(program.lower(strided, 0.1, np.zeros((40, 37, 5))).as_text()))
     assert set(rows) == {"p_out"}  # inp is not contiguous along K
     pipeline = backends.c_cpu.pipeline
     step = attrs.evolve(pipeline.translation.step, prefetch_distance=0)

@@ -81,7 +81,7 @@ def test_translation_is_an_sdfg_named_after_the_ir_fingerprint():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
     arrays = np.ones((4, 4, 2)), np.ones((4, 4, 2))
-    source = corpus.lap.with_backend(backends.dace_cpu).translate(*arrays)
+    source = corpus.lap.with_backend(backends.dace_cpu).lower(*arrays).source
     assert source.format.language == "sdfg"
     assert source.entry_point.startswith("sf_lap_")
     sdfg = dace.SDFG.from_json(json.loads(source.text))
@@ -95,7 +95,7 @@ def test_locals_read_at_shifts_become_transients_unless_temporaries_are_off():
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.frontend_program(corpus.hdiff_program.definition)
+    program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     with_temps = dace.SDFG.from_json(json.loads(SDFGTranslation()(program).text))
     inline = dace.SDFG.from_json(json.loads(
         attrs.evolve(SDFGTranslation(), temporaries=False)(program).text))
@@ -109,7 +109,7 @@ def test_cpu_transients_live_in_memory_the_loader_provides():
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.frontend_program(corpus.hdiff_program.definition)
+    program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     for device, external in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
         sdfg = dace.SDFG.from_json(
             json.loads(SDFGTranslation(device_type=device)(program).text)
@@ -139,7 +139,7 @@ def test_cpu_tasklets_compute_rows_in_simd_loops_and_gpu_tasklets_points():
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.frontend_program(corpus.hdiff_program.definition)
+    program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     for device, rows in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
         sdfg = dace.SDFG.from_json(
             json.loads(SDFGTranslation(device_type=device)(program).text)
@@ -160,7 +160,7 @@ def test_the_gpu_translation_puts_arguments_in_gpu_global_memory():
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.frontend_program(corpus.lap.definition)
+    program = backends.dace_cpu.pipeline.frontend(corpus.lap.definition)
     source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
     assert source.format.device_type is DeviceType.CUDA
     sdfg = dace.SDFG.from_json(json.loads(source.text))
@@ -181,7 +181,7 @@ def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.frontend_program(getattr(corpus, name).definition)
+    program = backends.dace_cpu.pipeline.frontend(getattr(corpus, name).definition)
     source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
     sdfg = dace.SDFG.from_json(json.loads(source.text))
     with warnings.catch_warnings(record=True) as caught:
@@ -267,7 +267,7 @@ def test_repeat_calls_enter_the_sdfg_directly_unless_a_dace_hook_is_registered()
     prog = corpus.lap.with_backend(backends.dace_cpu)
     inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
     prog(inp, out)
-    executable = prog.compile(inp, out)
+    executable = prog.compile(inp, out).executable
     executable(inp, out)
     assert executable._entry is not None
     calls = []
@@ -304,7 +304,7 @@ def test_repeat_calls_pass_every_argument_kind_through_the_packed_entry(name):
     args = case.build()
     order = list(args)
     program = case.program.with_backend(backends.dace_cpu)
-    executable = program.compile(*args.values())
+    executable = program.compile(*args.values()).executable
     executable(*args.values())  # prepares the signature; DaCe's own call initializes
     assert executable._packed is not None
     calls = []
@@ -330,7 +330,7 @@ def test_repeat_calls_pass_every_argument_kind_through_the_packed_entry(name):
 def test_a_fast_call_refuses_an_output_made_read_only_since():
     prog = corpus.lap.with_backend(backends.dace_cpu)
     inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
-    executable = prog.compile(inp, out)
+    executable = prog.compile(inp, out).executable
     executable(inp, out)
     out.flags.writeable = False
     assert executable.fast_entry(inp, out) is NotImplemented
@@ -475,7 +475,7 @@ def test_a_changed_program_with_the_same_name_gets_a_new_build(tmp_path):
     np.testing.assert_array_equal(out, 2.0 * a)
     second(a, out)
     np.testing.assert_array_equal(out, 3.0 * a)
-    assert first.translate(a, out).entry_point != second.translate(a, out).entry_point
+    assert first.lower(a, out).source.entry_point != second.lower(a, out).source.entry_point
 
 
 # --------------------------------------------------------------------------- dace_gpu
@@ -545,7 +545,7 @@ def test_dace_gpu_refuses_numpy_arrays_like_every_backend():
 def test_the_executable_called_directly_reuses_the_prepared_signature(monkeypatch):
     prog = corpus.lap.with_backend(backends.dace_cpu)
     inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
-    executable = prog.compile(inp, out)
+    executable = prog.compile(inp, out).executable
     executable(inp, out)
     prepared = []
     original = executable._prepare

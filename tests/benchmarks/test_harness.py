@@ -22,6 +22,7 @@ if str(PROJECT_ROOT) not in sys.path:
 
 import backends  # noqa: E402
 from backends import EmbeddedBackend  # noqa: E402
+from backends.embedded import EmbeddedLoading  # noqa: E402
 from benchmarks import workloads  # noqa: E402
 from benchmarks.__main__ import main  # noqa: E402
 from benchmarks.comparison import compare, load_rows  # noqa: E402
@@ -171,28 +172,30 @@ def test_unknown_backend_is_an_error_naming_the_available_ones(capsys):
     assert "embedded_numpy" in capsys.readouterr().err
 
 
-class _WrongResultBackend(EmbeddedBackend):
+def _spoiling_loading(program):
     """Runs the definition, then spoils one output value: a backend with a bug."""
+    run = EmbeddedLoading(np)(program)
 
-    def load_program(self, definition, args):
-        run = super().load_program(definition, args)
+    def spoiled(*call_args):
+        result = run(*call_args)
+        call_args[-1][5, 5, 0] += 1.0
+        return result
 
-        def spoiled(*call_args):
-            result = run(*call_args)
-            call_args[-1][5, 5, 0] += 1.0
-            return result
-
-        return spoiled
+    return spoiled
 
 
-class _PretendCompiledBackend(EmbeddedBackend):
-    """An embedded backend that says it is compiled, so ``prog.compile`` takes its path."""
+def _pretend_compilation(program):
+    """Not the identity, so the pipeline counts as compiling and ``prog.compile`` runs it."""
+    return program
 
-    is_embedded = False
+
+def _variant(name, **steps):
+    embedded = EmbeddedBackend(name, np)
+    return attrs.evolve(embedded, pipeline=attrs.evolve(embedded.pipeline, **steps))
 
 
 def test_a_backend_with_a_wrong_result_is_failed_and_not_timed():
-    backend = _WrongResultBackend("wrong", np)
+    backend = _variant("wrong", loading=_spoiling_loading)
     row = measure_backend(workloads.WORKLOADS["laplacian"], "small", "wrong", backend, 3)
     assert row.status == FAILED
     assert "differs from NumPy" in row.message
@@ -200,7 +203,7 @@ def test_a_backend_with_a_wrong_result_is_failed_and_not_timed():
 
 
 def test_a_compiled_backend_is_compiled_first_and_its_direct_call_timed():
-    backend = _PretendCompiledBackend("pretend", np)
+    backend = _variant("pretend", compilation=_pretend_compilation)
     row = measure_backend(workloads.WORKLOADS["hdiff"], "small", "pretend", backend, 3)
     assert row.status == OK, row.message
     assert row.compile_seconds is not None and row.compile_seconds > 0

@@ -8,37 +8,64 @@ import pytest
 from allocators import DeviceType
 from pipeline import (
     CachedStep,
+    CompilableProgram,
     CompilePipeline,
+    ProgramDefinition,
+    ProgramSource,
     SourceFormat,
     StageEvent,
     StepMismatchError,
     identity,
     subscribe,
 )
+from pipeline.errors import StepOutputError
+from pipeline.ir.nodes import ProgramIR
+from pipeline.stages import CompileTimeArgs, ConcreteDefinition
 
 
-def parse(text: str) -> list[str]:
-    return text.split()
+def ab_cd():
+    """A function to make definitions of (the steps below only read its name)."""
+
+
+def definition(function=ab_cd) -> ProgramDefinition:
+    return ProgramDefinition(function, "program")
+
+
+def concrete(**args) -> ConcreteDefinition:
+    return ConcreteDefinition(definition(), CompileTimeArgs(tuple(args.items())))
+
+
+def parse(definition: ProgramDefinition) -> CompilableProgram:
+    return CompilableProgram(definition, ProgramIR(definition.name, (), ()))
 
 
 @attrs.frozen
 class Upper:
     emits: SourceFormat = SourceFormat("c", DeviceType.CPU)
 
-    def __call__(self, words: list[str]) -> str:
-        return " ".join(w.upper() for w in words)
+    def __call__(self, program: CompilableProgram) -> ProgramSource:
+        suffix = "".join(f" {name}={value}" for name, value in program.compile_time_args.items)
+        return ProgramSource(self.emits, program.ir.name.upper() + suffix, "entry")
 
 
 @attrs.frozen
 class Reverse:
     accepts: SourceFormat = SourceFormat("c", DeviceType.CPU)
 
-    def __call__(self, text: str) -> str:
-        return text[::-1]
+    def __call__(self, source: ProgramSource) -> str:
+        return source.text[::-1]
 
 
-def load(text: str) -> int:
-    return len(text)
+@attrs.frozen
+class Loaded:
+    text: str
+
+    def __call__(self) -> int:
+        return len(self.text)
+
+
+def load(text: str) -> Loaded:
+    return Loaded(text)
 
 
 def make_pipeline(**changes):
@@ -46,11 +73,24 @@ def make_pipeline(**changes):
 
 
 def test_pipeline_runs_the_four_steps_in_order():
-    assert make_pipeline()("ab cd") == len("CD BA")
+    assert make_pipeline()(concrete()) == Loaded("DC_BA")
 
 
-def test_translate_runs_frontend_and_translation_only():
-    assert make_pipeline().translate("ab cd") == "AB CD"
+def test_the_compile_time_arguments_reach_the_translation_beside_the_ir():
+    pipeline = make_pipeline()
+    program = pipeline.program(concrete(unroll=4))
+    assert program.ir.name == "ab_cd"
+    assert program.compile_time_args == CompileTimeArgs((("unroll", 4),))
+    assert pipeline.translate(program).text == "AB_CD unroll=4"
+
+
+def test_the_frontend_reads_the_definition_alone():
+    seen = []
+    pipeline = make_pipeline(frontend=lambda d: seen.append(d) or parse(d))
+    one = ProgramDefinition(ab_cd, "program")
+    pipeline(ConcreteDefinition(one, CompileTimeArgs((("unroll", 1),))))
+    pipeline(ConcreteDefinition(one, CompileTimeArgs((("unroll", 2),))))
+    assert seen == [one, one]
 
 
 def test_identity_returns_its_input():
@@ -61,22 +101,34 @@ def test_identity_returns_its_input():
 def test_stage_events_name_stage_step_artifact_and_duration():
     events: list[StageEvent] = []
     with subscribe(events.append):
-        make_pipeline()("ab")
+        make_pipeline()(concrete())
     assert [(e.stage, e.step) for e in events] == [
         ("frontend", "parse"),
         ("translation", "Upper"),
         ("compilation", "Reverse"),
         ("loading", "load"),
     ]
-    assert [e.artifact for e in events] == [["ab"], "AB", "BA", 2]
+    assert [type(e.artifact) for e in events] == [CompilableProgram, ProgramSource, str, Loaded]
+    assert events[2].artifact == "DC_BA"
     assert all(e.seconds >= 0 for e in events)
+    assert not any(e.cache_hit for e in events)
+
+
+def test_stage_events_say_when_a_cached_step_answered_from_its_cache():
+    pipeline = make_pipeline(translation=CachedStep.in_memory(Upper()))
+    events: list[StageEvent] = []
+    with subscribe(events.append):
+        pipeline(concrete())
+        pipeline(concrete())
+    hits = [(e.stage, e.cache_hit) for e in events if e.stage == "translation"]
+    assert hits == [("translation", False), ("translation", True)]
 
 
 def test_unsubscribed_callbacks_receive_nothing():
     events: list[StageEvent] = []
     subscription = subscribe(events.append)
     subscription.unsubscribe()
-    make_pipeline()("ab")
+    make_pipeline()(concrete())
     assert events == []
     subscription.unsubscribe()  # idempotent
 
@@ -85,8 +137,8 @@ def test_pipeline_is_frozen_and_evolvable():
     pipeline = make_pipeline()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         pipeline.loading = identity  # type: ignore[misc]
-    variant = attrs.evolve(pipeline, loading=identity)
-    assert variant("ab") == "BA"
+    variant = attrs.evolve(pipeline, compilation=lambda source: source.text.lower())
+    assert variant(concrete()) == Loaded("ab_cd")
 
 
 def test_mismatched_language_fails_at_construction_naming_both_steps_and_values():
@@ -106,4 +158,40 @@ def test_agreement_is_checked_through_cached_steps():
 
 
 def test_undeclared_steps_are_taken_on_trust():
-    assert CompilePipeline(parse, " ".join, str.upper, len)("a b") == 3
+    def translation(program):
+        return program.ir.name
+
+    assert CompilePipeline(parse, translation, str.upper, Loaded)(concrete()) == Loaded("AB_CD")
+
+
+def test_a_loading_step_that_returns_no_callable_is_named_at_load():
+    named = r"loading step len returned builtins\.int 5.*callable"
+    with pytest.raises(StepOutputError, match=named):
+        make_pipeline(loading=len)(concrete())
+
+
+def test_a_translation_must_return_the_source_format_it_declares():
+    @attrs.frozen
+    class Liar:
+        emits: SourceFormat = SourceFormat("c", DeviceType.CPU)
+
+        def __call__(self, program):
+            return ProgramSource(SourceFormat("cuda", DeviceType.CUDA), "", "entry")
+
+    with pytest.raises(StepOutputError, match=r"translation step .*Liar returned .*c for CPU"):
+        make_pipeline(translation=Liar(), compilation=lambda s: s.text)(concrete())
+
+    @attrs.frozen
+    class Text:
+        emits: SourceFormat = SourceFormat("c", DeviceType.CPU)
+
+        def __call__(self, program):
+            return "text"
+
+    with pytest.raises(StepOutputError, match=r"translation step .*Text returned builtins\.str"):
+        make_pipeline(translation=Text())(concrete())
+
+
+def test_a_frontend_must_return_a_compilable_program():
+    with pytest.raises(StepOutputError, match=r"frontend step .*returned .*CompilableProgram"):
+        make_pipeline(frontend=lambda d: d.name)(concrete())

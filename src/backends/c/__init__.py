@@ -11,8 +11,8 @@ from backends.c.compilation import CCompilation, CompilationError, artifact_is_i
 from backends.c.loading import CompiledProgram, DamagedArtifactError, load_extension
 from backends.c.translation import C_SOURCE, CTranslation
 from pipeline.caching import CachedStep, ensure_private_directory
-from pipeline.frontend.step import frontend_in_memory
-from pipeline.stages import CompilableProgram, CompiledArtifact, ProgramDefinition, ProgramSource
+from pipeline.frontend.step import shared_frontend
+from pipeline.stages import CompiledArtifact, ProgramSource
 from pipeline.workflow import CompilePipeline
 
 __all__ = [
@@ -26,9 +26,7 @@ __all__ = [
     "load_extension",
 ]
 
-CPipeline = CompilePipeline[
-    ProgramDefinition, CompilableProgram, ProgramSource, CompiledArtifact, CompiledProgram
-]
+CPipeline = CompilePipeline[ProgramSource, CompiledArtifact, CompiledProgram]
 
 
 def c_cpu_pipeline(
@@ -48,7 +46,7 @@ def c_cpu_pipeline(
     translation = translation or CTranslation()
     compilation = compilation or CCompilation(str(cache_directory / "c"))
     return CompilePipeline(
-        frontend=frontend_in_memory(),
+        frontend=shared_frontend,
         translation=CachedStep.on_disk(translation, directory=cache_directory / "translations"),
         compilation=CachedStep.on_disk(
             compilation, directory=cache_directory / "artifacts", validate=artifact_is_intact

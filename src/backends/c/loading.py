@@ -11,8 +11,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from allocators import DeviceType
-from pipeline.arguments import ArgumentChecker
 from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint_bytes
 from pipeline.stages import CompiledArtifact
@@ -20,32 +18,31 @@ from pipeline.stages import CompiledArtifact
 __all__ = ["CompiledProgram", "DamagedArtifactError", "load_extension"]
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CompiledProgram:
-    """A loaded program: the native entry plus the checks that explain a refusal.
+    """A loaded program: a ``SelfCheckingExecutable`` around the extension's native ``run``.
 
-    ``fast_entry(*args)`` is the native function: it runs, or returns ``NotImplemented``
-    without touching memory when any argument fails a check. Calling the object itself
-    turns a refusal into the precise ``ArgumentError``/``DomainError``.
+    ``fast_entry(*args)`` is the native function: it checks every argument and runs, or
+    returns ``NotImplemented`` without touching memory. Calling the object runs arguments the
+    dispatcher's checks accepted: NumPy scalars, which the native checks refuse, are passed
+    as Python numbers.
     """
 
     fast_entry: Callable[..., Any]
-    checker: ArgumentChecker
+    name: str
     path: str
 
     def __call__(self, *args: Any) -> None:
-        result = self.fast_entry(*args)
-        if result is not NotImplemented:
-            return None
-        self.checker.check(args, DeviceType.CPU, array_type=np.ndarray)
         normalized = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
         if self.fast_entry(*normalized) is NotImplemented:
             raise RuntimeError(
-                f"internal error: the native code of {self.checker.ir.name}() refused arguments "
+                f"internal error: the native code of {self.name}() refused arguments "
                 "that the Python checks accept; please report this with the argument shapes, "
                 "dtypes and strides"
             )
-        return None
+
+    def __repr__(self) -> str:
+        return f"CompiledProgram({self.name}, {self.path})"
 
 
 def load_extension(artifact: CompiledArtifact, /) -> CompiledProgram:
@@ -66,4 +63,4 @@ def load_extension(artifact: CompiledArtifact, /) -> CompiledProgram:
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
-    return CompiledProgram(module.run, ArgumentChecker(artifact.source.metadata), str(path))
+    return CompiledProgram(module.run, artifact.source.metadata.name, str(path))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -19,7 +18,7 @@ from pipeline import arguments
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.ir.nodes import ProgramIR
-from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+from pipeline.stages import CompilableProgram, CompileTimeArgs, ProgramSource, SourceFormat
 
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 
@@ -38,12 +37,12 @@ _GENERATOR_VERSION = source_digest(
 )
 
 
-def unit_stride_flags(program: ProgramIR, compile_time_args: Mapping[str, Any]) -> dict[str, bool]:
+def unit_stride_flags(program: ProgramIR, compile_time_args: CompileTimeArgs) -> dict[str, bool]:
     """Which field parameters the code may assume contiguous in their last dimension.
 
-    ``compile_time_args["unit_stride"]`` holds one flag per parameter (``None`` for
+    ``compile_time_args.get("unit_stride")`` holds one flag per parameter (``None`` for
     scalars); without it every field is assumed contiguous (the common case, and what
-    ``translate()`` without arguments shows).
+    ``lower()`` without arguments shows).
     """
     flags = compile_time_args.get("unit_stride")
     fields = [p.name for p in program.params if isinstance(p.type, FieldType)]
@@ -92,8 +91,7 @@ class CTranslation:
 
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         ir: ProgramIR = program.ir
-        args = dict(program.compile_time_args)
-        unit = unit_stride_flags(ir, args)
+        unit = unit_stride_flags(ir, program.compile_time_args)
         stencils = [
             (
                 stencil,

@@ -41,12 +41,12 @@ __all__ = [
 
 
 def _sdfg_pipeline(
-    base: CompilePipeline[Any, Any, Any, Any, Any],
+    base: CompilePipeline[Any, Any, Any],
     cache_directory: Path,
     translation: SDFGTranslation,
     compilation: SDFGCompilation,
     loading: Any,
-) -> CompilePipeline[Any, Any, Any, Any, Any]:
+) -> CompilePipeline[Any, Any, Any]:
     return attrs.evolve(
         base,
         translation=CachedStep.on_disk(translation, directory=cache_directory / "translations"),
@@ -58,12 +58,12 @@ def _sdfg_pipeline(
 
 
 def dace_cpu_pipeline(
-    base: CompilePipeline[Any, Any, Any, Any, Any],
+    base: CompilePipeline[Any, Any, Any],
     cache_directory: Path,
     *,
     translation: SDFGTranslation | None = None,
     compilation: SDFGCompilation | None = None,
-) -> CompilePipeline[Any, Any, Any, Any, Any]:
+) -> CompilePipeline[Any, Any, Any]:
     """``base`` (``c_cpu``'s pipeline) with SDFG translation, compilation and loading.
 
     Translation and compilation are cached on disk under ``cache_directory`` (DaCe's build
@@ -79,12 +79,12 @@ def dace_cpu_pipeline(
 
 
 def dace_gpu_pipeline(
-    base: CompilePipeline[Any, Any, Any, Any, Any],
+    base: CompilePipeline[Any, Any, Any],
     cache_directory: Path,
     *,
     translation: SDFGTranslation | None = None,
     compilation: SDFGCompilation | None = None,
-) -> CompilePipeline[Any, Any, Any, Any, Any]:
+) -> CompilePipeline[Any, Any, Any]:
     """Like ``dace_cpu_pipeline``, for CUDA: GPU maps over ``GPU_Global`` (CuPy) arrays."""
     return _sdfg_pipeline(
         base,

@@ -4,14 +4,14 @@ Loading never compiles: the SDFG is rebuilt from the JSON the artifact carries a
 the published library through DaCe's ``get_program_handle``. A library is loaded once per
 process (DaCe refuses, or copies the file, when one path is loaded twice).
 
-Calls: the full path (``SDFGProgram.__call__``) runs the shared ``ArgumentChecker`` (the same
-errors as every other backend), then builds DaCe's argument vector (pointers, sizes, strides,
-domains and the mode of each stencil) and calls ``fast_call``. The vector is remembered per
-argument signature: ``fast_entry`` (what ``Program.__call__`` tries first) reuses it when the
-same arrays arrive again with unchanged shapes, strides and dtypes, and returns
-``NotImplemented`` otherwise, so the full path checks the new arguments. The full path tries
-``fast_entry`` first too, so an executable called directly is as fast on a repeat call. A
-repeat call without DaCe call hooks enters the translation's packed entry with the
+Calls: the full path (``SDFGProgram.__call__``, on arguments the dispatcher's checks accepted,
+so with the same errors as every other backend) builds DaCe's argument vector (pointers,
+sizes, strides, domains and the mode of each stencil) and calls ``fast_call``. The vector is
+remembered per argument signature: ``fast_entry`` (what ``Program.__call__`` tries first)
+reuses it when the same arrays arrive again with unchanged shapes, strides and dtypes, and
+returns ``NotImplemented`` otherwise, so the dispatcher checks the new arguments. The full
+path tries ``fast_entry`` first too, so an executable called directly is as fast on a repeat
+call. A repeat call without DaCe call hooks enters the translation's packed entry with the
 signature's prepared argument words (one ctypes argument instead of one per SDFG argument).
 
 Transients with external memory (CPU SDFGs): one buffer per loaded library, grown when a
@@ -38,7 +38,7 @@ from allocators import DeviceType
 from backends.dace import naming
 from backends.dace.compilation import artifact_files, artifact_hash
 from backends.dace.naming import SDFGInterface
-from pipeline.arguments import ArgumentChecker, resolve_domain
+from pipeline.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DamagedArtifactError
 from pipeline.stages import CompiledArtifact
@@ -147,9 +147,9 @@ class SDFGProgram:
 
     ``fast_entry(*args)`` runs the program when ``args`` match a signature prepared by an
     earlier full call (same array objects, shapes, strides, dtypes, scalar values), and
-    returns ``NotImplemented`` without touching memory otherwise. Calling the object checks
-    every argument (raising ``ArgumentError``/``DomainError`` like every backend), prepares
-    the signature and runs.
+    returns ``NotImplemented`` without touching memory otherwise (a ``SelfCheckingExecutable``:
+    the arguments were checked when the signature was prepared). Calling the object runs
+    arguments the dispatcher checked: it prepares their signature and runs.
     """
 
     def __init__(
@@ -163,7 +163,6 @@ class SDFGProgram:
         self.compiled = compiled
         self._memory = memory
         self.interface = interface
-        self.checker = ArgumentChecker(interface.ir)
         self.path = path
         self.device_type = device_type
         ir = interface.ir
@@ -238,7 +237,6 @@ class SDFGProgram:
         # checks ran when the signature was prepared, and ``_matches`` holds them unchanged.
         if self.fast_entry(*args) is None:
             return
-        self.checker.check(args, self.device_type)
         self._run(self._prepare(args))
 
     def _prepare(self, args: Sequence[Any]) -> _Signature:

@@ -116,7 +116,7 @@ class SDFGTranslation:
 
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         ir: ProgramIR = program.ir
-        unit = unit_stride_flags(ir, dict(program.compile_time_args))
+        unit = unit_stride_flags(ir, program.compile_time_args)
         name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
         sdfg, interface = build_sdfg(ir, name, unit, self)
         text = json.dumps(sdfg.to_json(), sort_keys=True)

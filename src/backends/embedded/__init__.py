@@ -2,5 +2,12 @@
 
 from backends.embedded.execution import EmbeddedExecutable
 from backends.embedded.fields import EmbeddedField, field_parameter
+from backends.embedded.loading import EmbeddedLoading, embedded_pipeline
 
-__all__ = ["EmbeddedExecutable", "EmbeddedField", "field_parameter"]
+__all__ = [
+    "EmbeddedExecutable",
+    "EmbeddedField",
+    "EmbeddedLoading",
+    "embedded_pipeline",
+    "field_parameter",
+]

@@ -1,4 +1,4 @@
-"""Running a definition embedded: check the arguments, wrap them as fields, call the function."""
+"""Running a definition embedded: wrap the (checked) arguments as fields, call the function."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import attrs
 
-from allocators import DeviceType, namespace_name
+from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter
-from pipeline.arguments import ArgumentChecker
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.source import with_captured_globals
+from pipeline.ir.nodes import ProgramIR
 from pipeline.stages import ProgramDefinition
 
 __all__ = ["EmbeddedExecutable"]
@@ -24,15 +24,14 @@ def _is_functional(namespace: Any) -> bool:
 class EmbeddedExecutable:
     """The executable of an embedded backend: the Python definition over array fields.
 
-    Calling it checks every argument (as compiled backends do), then runs the definition.
-    Returns ``None`` for namespaces that update in place, and the tuple of written output
-    arrays (in parameter order) for functional ones (JAX).
+    Called, as every executable is, on arguments the dispatcher has checked. Returns ``None``
+    for namespaces that update in place, and the tuple of written output arrays (in parameter
+    order) for functional ones (JAX).
     """
 
     definition: ProgramDefinition
-    checker: ArgumentChecker
-    namespace: Any
-    device_type: DeviceType
+    ir: ProgramIR = attrs.field(repr=False)
+    namespace: Any = attrs.field(repr=namespace_name)
     function: Any = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -41,10 +40,9 @@ class EmbeddedExecutable:
         object.__setattr__(self, "function", frozen)
 
     def __call__(self, *args: Any) -> Any:
-        self.checker.check(args, self.device_type, self.namespace)
         functional = _is_functional(self.namespace)
         values: list[Any] = []
-        for param, value in zip(self.checker.ir.params, args, strict=True):
+        for param, value in zip(self.ir.params, args, strict=True):
             if isinstance(param.type, FieldType):
                 values.append(
                     field_parameter(value, param.type.dim_names, self.namespace, functional)
@@ -60,17 +58,17 @@ class EmbeddedExecutable:
             self._run_field_operator(values)
         if not functional:
             return None
-        written = {t.name for s in self.checker.ir.stencils for t in s.outputs}
+        written = {t.name for s in self.ir.stencils for t in s.outputs}
         return tuple(
             v.cell.array
-            for p, v in zip(self.checker.ir.params, values, strict=True)
+            for p, v in zip(self.ir.params, values, strict=True)
             if p.name in written and isinstance(v, EmbeddedField) and v.cell is not None
         )
 
     def _run_field_operator(self, values: list[Any]) -> None:
-        (stencil,) = self.checker.ir.stencils
+        (stencil,) = self.ir.stencils
         outputs = {t.name: t for t in stencil.outputs}
-        names = [p.name for p in self.checker.ir.params]
+        names = [p.name for p in self.ir.params]
         inputs = [v for n, v in zip(names, values, strict=True) if n not in outputs]
         result = self.function(*inputs)
         results = result if isinstance(result, tuple) else (result,)

@@ -22,12 +22,13 @@ from pipeline.passes.typing_ import infer_types
 from pipeline.stages import CompilableProgram, ProgramDefinition
 from pipeline.workflow import Step
 
-__all__ = ["Frontend", "default_frontend", "frontend_in_memory"]
+__all__ = ["Frontend", "default_frontend", "frontend_in_memory", "shared_frontend"]
 
 
 @attrs.frozen
 class Frontend:
-    """Parse a definition and run the IR passes in order.
+    """Parse a definition and run the IR passes in order (the definition alone: the
+    pipeline adds the compile-time arguments to the result).
 
     Raises:
         DSLError: (and subclasses) located in the user's source.
@@ -47,7 +48,7 @@ class Frontend:
         ir = self.constant_folding(ir)
         ir = self.common_subexpressions(ir)
         ir = self.extent_analysis(ir)
-        return CompilableProgram(ir, definition.compile_time_args)
+        return CompilableProgram(definition, ir)
 
 
 default_frontend = Frontend()
@@ -56,5 +57,10 @@ default_frontend = Frontend()
 def frontend_in_memory(
     frontend: Frontend = default_frontend,
 ) -> CachedStep[ProgramDefinition, CompilableProgram]:
-    """``frontend`` behind a process-local LRU: backends share it so a definition is parsed once."""
+    """``frontend`` behind a process-local LRU of its own (see ``shared_frontend``)."""
     return CachedStep.in_memory(frontend, maxsize=512)
+
+
+#: The step every built-in pipeline holds as its frontend: one in-memory cache per process, so
+#: a definition is parsed once whatever the number of backends and signatures.
+shared_frontend = frontend_in_memory()

@@ -209,9 +209,12 @@ class Stencil:
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class ProgramIR:
-    """A program: its parameters and the stencils it runs in order."""
+    """A program: its parameters and the stencils it runs in order.
+
+    ``repr`` is one line; ``str`` prints the whole program.
+    """
 
     name: str
     params: tuple[Param, ...]
@@ -224,6 +227,9 @@ class ProgramIR:
             if param.name == name:
                 return param
         raise KeyError(name)
+
+    def __repr__(self) -> str:
+        return f"ProgramIR({self.name}, {len(self.params)} params, {len(self.stencils)} stencil(s))"
 
     def __str__(self) -> str:
         from pipeline.ir.printer import format_program  # noqa: PLC0415  (printer imports nodes)
