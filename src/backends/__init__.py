@@ -1,13 +1,19 @@
 """Named backends and the classes they are made of.
 
 ``embedded_numpy`` (the default backend) is always here. ``c_cpu`` (needs a C compiler),
-``embedded_cupy`` and ``embedded_jax`` are created on first attribute access and raise
-``AttributeError`` naming what is missing (a compiler, an optional package).
+``dace_cpu``, ``dace_gpu``, ``embedded_cupy`` and ``embedded_jax`` are created on first
+attribute access and raise ``AttributeError`` naming what is missing (a compiler, an optional
+package). Backends of your own join with ``register(backend)``, or from an installed package
+through the entry-point group ``stencilforge.backends`` (``name = "module:attribute"``),
+loaded when first asked for; both then resolve as ``backends.<name>`` and appear in
+``available_backends()``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import shutil
 import threading
 from collections.abc import Callable
@@ -18,12 +24,17 @@ from backends.base import Backend, CompiledBackend, EmbeddedBackend
 
 __all__ = [
     "DEFAULT_BACKEND",
+    "ENTRY_POINT_GROUP",
     "Backend",
     "CompiledBackend",
     "EmbeddedBackend",
     "available_backends",
     "embedded_numpy",
+    "register",
 ]
+
+#: The entry-point group through which installed packages provide backends.
+ENTRY_POINT_GROUP = "stencilforge.backends"
 
 embedded_numpy = EmbeddedBackend("embedded_numpy", np)
 DEFAULT_BACKEND = embedded_numpy
@@ -106,24 +117,104 @@ _LAZY: dict[str, Callable[[], Backend]] = {
     "dace_gpu": _dace_gpu,
 }
 _created: dict[str, Backend] = {}
+# Backends given to register(), by name: a documented registry, guarded by _creation_lock.
+_registered: dict[str, Backend] = {}
 # Re-entrant: creating dace_cpu creates c_cpu first, through the same path.
 _creation_lock = threading.RLock()
 
 
-def __getattr__(name: str) -> Backend:
-    factory = _LAZY.get(name)
-    if factory is None:
-        raise AttributeError(f"module 'backends' has no attribute {name!r}")
+@functools.cache
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    # Read once per process: scanning the installed distributions costs milliseconds.
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def register(backend: Backend) -> Backend:
+    """Make ``backend`` resolve as ``backends.<backend.name>`` and list it in
+    ``available_backends()`` (and so in the benchmark harness's ``--backends``).
+
+    Returns:
+        ``backend``, so that ``register`` can wrap the expression that makes it.
+
+    Raises:
+        TypeError: ``backend`` is not a ``Backend`` with a pipeline.
+        ValueError: the name is taken (by a built-in, an entry point or an earlier
+            ``register``); the message names both backends.
+    """
+    if not isinstance(backend, CompiledBackend | EmbeddedBackend):
+        raise TypeError(
+            f"register() takes a CompiledBackend or an EmbeddedBackend, got {backend!r}"
+        )
+    name = backend.name
     with _creation_lock:
-        if name not in _created:
+        taken = _taken_by(name)
+        if taken is not None:
+            raise ValueError(
+                f"cannot register {backend!r} as {name!r}: the name is taken by {taken}; "
+                f"give it another name (attrs.evolve(backend, name=...))"
+            )
+        _registered[name] = backend
+    return backend
+
+
+def _taken_by(name: str) -> str | None:
+    if name == "embedded_numpy" or name in _LAZY:
+        return f"the built-in backend backends.{name}"
+    if name in _registered:
+        return f"the registered backend {_registered[name]!r}"
+    entry_point = _entry_points().get(name)
+    if entry_point is not None:
+        return f"the entry point {name} = {entry_point.value!r} ({ENTRY_POINT_GROUP})"
+    return None
+
+
+def _from_entry_point(entry_point: importlib.metadata.EntryPoint) -> Backend:
+    try:
+        backend = entry_point.load()
+    except Exception as error:  # whatever the provider's import raises
+        raise AttributeError(
+            f"the backend {entry_point.name!r} of entry point {entry_point.value!r} "
+            f"({ENTRY_POINT_GROUP}) cannot be loaded: {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(backend, CompiledBackend | EmbeddedBackend):
+        raise AttributeError(
+            f"entry point {entry_point.name} = {entry_point.value!r} ({ENTRY_POINT_GROUP}) "
+            f"gives {backend!r}, not a CompiledBackend or EmbeddedBackend"
+        )
+    if backend.name != entry_point.name:
+        raise AttributeError(
+            f"entry point {entry_point.name} = {entry_point.value!r} ({ENTRY_POINT_GROUP}) "
+            f"gives a backend named {backend.name!r}; name the entry point as the backend"
+        )
+    return backend
+
+
+def __getattr__(name: str) -> Backend:
+    with _creation_lock:
+        if name in _created:
+            return _created[name]
+        if name in _registered:
+            return _registered[name]
+        factory = _LAZY.get(name)
+        if factory is not None:
             _created[name] = factory()
-        return _created[name]
+            return _created[name]
+        entry_point = _entry_points().get(name) if not name.startswith("__") else None
+        if entry_point is not None:
+            _created[name] = _from_entry_point(entry_point)
+            return _created[name]
+    raise AttributeError(f"module 'backends' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_registered, *_entry_points()})
 
 
 def available_backends() -> dict[str, Backend]:
-    """Every named backend that can be created here, by name (optional ones included)."""
+    """Every backend that can be created here, by name: the built-ins whose compiler or
+    optional package is present, the registered ones and those of installed entry points."""
     found: dict[str, Backend] = {"embedded_numpy": embedded_numpy}
-    for name in _LAZY:
+    for name in [*_LAZY, *_registered, *_entry_points()]:
         try:
             found[name] = __getattr__(name)
         except AttributeError:

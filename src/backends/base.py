@@ -10,6 +10,7 @@ compilation, and a loading step that runs the Python definition on an array name
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, cast
@@ -20,11 +21,13 @@ import numpy as np
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.embedded import EmbeddedExecutable, EmbeddedLoading, embedded_pipeline
-from pipeline import CompilePipeline
+from pipeline import CachedStep, CompilePipeline
 from pipeline.stages import CompilableProgram, CompileTimeArgs
 from pipeline.workflow import step_name, unwrap_step
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend", "no_compile_time_args", "unit_strides"]
+
+_log = logging.getLogger(__name__)
 
 Allocator = FieldBufferAllocator | ModuleType | Any
 
@@ -124,6 +127,7 @@ class CompiledBackend(Backend):
     compile_time_args: Callable[[tuple[Any, ...]], CompileTimeArgs] = unit_strides
 
     def __attrs_post_init__(self) -> None:
+        _warn_once_if_rebuilt_per_process(self)
         emitted = self.pipeline.source_format
         if emitted is None:
             raise ValueError(
@@ -146,6 +150,26 @@ class CompiledBackend(Backend):
         emitted = self.pipeline.source_format
         assert emitted is not None  # checked at construction
         return emitted.device_type
+
+
+# Backend names already warned about (documented global state: one warning per name).
+_warned_uncached: set[str] = set()
+
+
+def _warn_once_if_rebuilt_per_process(backend: CompiledBackend) -> None:
+    compilation = backend.pipeline.compilation
+    if isinstance(compilation, CachedStep) and compilation.cache.strict:
+        return
+    if backend.name in _warned_uncached:
+        return
+    _warned_uncached.add(backend.name)
+    _log.warning(
+        "backend %r: its compilation step %s is not cached on disk, so every process compiles "
+        "every program again; wrap it in CachedStep.on_disk(...) or change one option with "
+        "pipeline.evolve_step('compilation', ...), which keeps the cache",
+        backend.name,
+        step_name(compilation),
+    )
 
 
 def _validated_namespace(namespace: object) -> ModuleType:

@@ -88,6 +88,26 @@ def unwrap_step(step: object) -> object:
     return step
 
 
+def _evolve_innermost(step: Any, changes: dict[str, Any]) -> Any:
+    """``step`` with its innermost step evolved by ``changes``; wrappers (attrs classes with a
+    ``step`` field, such as ``CachedStep``) are evolved around the new inner step."""
+    if attrs.has(type(step)) and "step" in attrs.fields_dict(type(step)):
+        return attrs.evolve(step, step=_evolve_innermost(step.step, changes))
+    if not attrs.has(type(step)):
+        raise TypeError(
+            f"step {step_name(step)} is not an attrs class, so it has no options to change; "
+            "replace the whole step with attrs.evolve(pipeline, <stage>=new_step)"
+        )
+    options = [f.name for f in attrs.fields(type(step)) if f.init]
+    unknown = sorted(set(changes) - set(options))
+    if unknown:
+        raise TypeError(
+            f"step {step_name(step)} has no option(s) {', '.join(unknown)}; its options are "
+            f"{', '.join(options) or '(none)'}"
+        )
+    return attrs.evolve(step, **changes)
+
+
 def step_name(step: object) -> str:
     """A short human-readable name for a step, used in events and error messages."""
     inner = unwrap_step(step)
@@ -301,6 +321,26 @@ class CompilePipeline(Generic[Src, Art, Exe]):
         source = self.translate(program)
         artifact = self.compile(source)
         return self.load(artifact)
+
+    def evolve_step(self, stage: str, **changes: Any) -> CompilePipeline[Src, Art, Exe]:
+        """A variant with the innermost step of ``stage`` evolved, every wrapper kept.
+
+        ``pipeline.evolve_step("compilation", flags=("-O2",))`` changes the ``CCompilation``
+        inside the ``CachedStep`` and keeps the cache (a disk cache stays a disk cache; the
+        key changes with the options, so the variant never reuses the original's results).
+
+        Raises:
+            ValueError: ``stage`` is not one of the four stages.
+            TypeError: the innermost step is not an attrs class, or has no such options;
+                the message lists the options it has.
+        """
+        steps = dict(self.stages())
+        if stage not in steps:
+            raise ValueError(
+                f"{stage!r} is not a stage; the stages are {', '.join(map(repr, steps))}"
+            )
+        evolved: dict[str, Any] = {stage: _evolve_innermost(steps[stage], changes)}
+        return attrs.evolve(self, **evolved)
 
     def stages(self) -> Iterator[tuple[str, object]]:
         """The (stage name, step) pairs in order, for display and inspection."""

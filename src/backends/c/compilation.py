@@ -33,6 +33,7 @@ from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = [
     "GCC_TUNING",
+    "REQUIRED_FLAGS",
     "CCompilation",
     "CompilationError",
     "artifact_is_intact",
@@ -153,19 +154,15 @@ def is_gcc(compiler: str, memo_directory: str | None = None) -> bool:
     return "Free Software Foundation" in identity and "clang" not in identity.lower()
 
 
+#: What every build needs to be a loadable extension of OpenMP code, whatever the user's
+#: ``flags``: they are always passed, before the optimization flags.
+REQUIRED_FLAGS = ("-fPIC", "-shared", "-fopenmp")
+
+
 def _default_flags(compilation: CCompilation) -> tuple[str, ...]:
     # -ffp-contract=off: no fused multiply-add, so results match NumPy's rounding.
     tuning = GCC_TUNING if is_gcc(compilation.compiler, compilation.build_directory) else ()
-    return (
-        "-O3",
-        *tuning,
-        "-march=native",
-        "-fopenmp",
-        "-ffp-contract=off",
-        "-fno-math-errno",
-        "-fPIC",
-        "-shared",
-    )
+    return ("-O3", *tuning, "-march=native", "-ffp-contract=off", "-fno-math-errno")
 
 
 @attrs.frozen
@@ -175,25 +172,35 @@ class CCompilation:
     Attributes:
         build_directory: the build cache (``builds/`` and ``tmp/`` live inside).
         compiler: the C compiler executable.
-        flags: compiler flags (the cache key records them, and what ``-march=native`` means);
-            by default ``-O3 -march=native -fopenmp``, no FMA contraction, and with gcc its
-            ``GCC_TUNING``. Chosen for ``compiler`` at construction: an ``attrs.evolve`` that
-            changes the compiler keeps the old flags unless it passes new ones.
+        flags: the optimization flags (the cache key records them, and what
+            ``-march=native`` means); by default ``-O3 -march=native``, no FMA contraction,
+            and with gcc its ``GCC_TUNING``. Chosen for ``compiler`` at construction: an
+            ``attrs.evolve`` that changes the compiler keeps the old flags unless it passes new
+            ones. ``REQUIRED_FLAGS`` (``-fPIC -shared -fopenmp``) come first in every build
+            whatever ``flags`` says, so ``flags=("-O2",)`` builds a working extension.
+        extra_flags: added after ``flags``, to tune the defaults rather than replace them
+            (``extra_flags=("-funroll-loops",)``).
     """
 
     build_directory: str
     compiler: str = attrs.field(factory=default_compiler)
     flags: tuple[str, ...] = attrs.field(
-        default=attrs.Factory(_default_flags, takes_self=True)
+        default=attrs.Factory(_default_flags, takes_self=True), converter=tuple
     )
+    extra_flags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     accepts: SourceFormat = attrs.field(default=C_SOURCE, init=False)
+
+    @property
+    def command_flags(self) -> tuple[str, ...]:
+        """Every flag a build passes: the required ones, ``flags``, then ``extra_flags``."""
+        return (*REQUIRED_FLAGS, *self.flags, *self.extra_flags)
 
     def __fingerprint__(self) -> object:
         ensure_private_directory(self.build_directory)
         return (
             self.build_directory,
             self.compiler,
-            self.flags,
+            self.command_flags,
             compiler_identity(self.compiler, self.build_directory),
             sysconfig.get_config_var("EXT_SUFFIX"),
             sysconfig.get_paths()["include"],
@@ -219,8 +226,9 @@ class CCompilation:
             files.append(workdir / f"{name}.c")
             files[-1].write_text(text)
         program = source.entry_point
+        flags = self.command_flags
         if len(files) == 1:
-            command = [self.compiler, *self.flags, *includes, str(files[0]), "-o", str(built)]
+            command = [self.compiler, *flags, *includes, str(files[0]), "-o", str(built)]
             _run_all(program, [command])
         else:
             # Units compile concurrently (the machine's other cores are otherwise idle), then
@@ -229,11 +237,11 @@ class CCompilation:
             _run_all(
                 program,
                 [
-                    [self.compiler, *self.flags, *includes, "-c", str(file), "-o", obj]
+                    [self.compiler, *flags, *includes, "-c", str(file), "-o", obj]
                     for file, obj in zip(files, objects, strict=True)
                 ],
             )
-            _run_all(program, [[self.compiler, *self.flags, *objects, "-o", str(built)]])
+            _run_all(program, [[self.compiler, *flags, *objects, "-o", str(built)]])
         content_hash = fingerprint_bytes(built.read_bytes())
         os.replace(built, target)  # the publish: atomic on one filesystem
         shutil.rmtree(workdir, ignore_errors=True)

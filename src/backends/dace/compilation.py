@@ -73,13 +73,16 @@ class SDFGCompilation:
             machine-wide ``shared/`` build cache live inside).
         device_type: CPU, or CUDA for SDFGs made by the GPU translation.
         build_type: CMake build type (DaCe's sole source of the optimization level).
-        cpu_args: C++ compiler flags on top of the build type.
+        cpu_args: C++ compiler flags on top of the build type (DaCe's CMake build adds what a
+            loadable library needs, whatever these say).
+        extra_cpu_args: added after ``cpu_args``, to tune the defaults rather than replace them.
     """
 
     build_directory: str
     device_type: DeviceType = DeviceType.CPU
     build_type: str = "Release"
     cpu_args: str = attrs.field(factory=_default_cpu_args)
+    extra_cpu_args: str = ""
 
     @property
     def accepts(self) -> SourceFormat:
@@ -92,6 +95,7 @@ class SDFGCompilation:
             self.device_type.name,
             self.build_type,
             self.cpu_args,
+            self.extra_cpu_args,
             compiler_identity(os.environ.get("CXX") or "c++"),
             _dace_version(),
             package_version(),
@@ -137,7 +141,9 @@ class SDFGCompilation:
             Config.set("compiler", "build_folder_mode", value="production")
             Config.set("compiler", "use_cache", value=False)
             Config.set("compiler", "build_type", value=self.build_type)
-            Config.set("compiler", "cpu", "args", value=self.cpu_args)
+            Config.set(
+                "compiler", "cpu", "args", value=f"{self.cpu_args} {self.extra_cpu_args}".strip()
+            )
             Config.set("default_build_folder", value=str(folder.parent))
             try:
                 sdfg.compile(validate=False, return_program_handle=False)
