@@ -29,7 +29,7 @@ import diskcache
 import filelock
 
 from pipeline.errors import CacheStoreError, UnsafeCacheDirectoryError
-from pipeline.fingerprint import fingerprint
+from pipeline.fingerprint import code_digest, fingerprint
 from pipeline.workflow import Step, step_name
 
 __all__ = [
@@ -281,7 +281,10 @@ class CachedStep(Generic[S, T]):
     _step_key: str = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        step_key = fingerprint((_SALT, self.step), strict=self.cache.strict)
+        # A disk key must change when the step's code does (its class's modules, by source);
+        # an in-memory cache lives no longer than the code it ran.
+        code = code_digest(self.step) if self.cache.strict else ""
+        step_key = fingerprint((_SALT, self.step, code), strict=self.cache.strict)
         object.__setattr__(self, "_step_key", step_key)
 
     @classmethod

@@ -23,10 +23,15 @@ import dataclasses
 import enum
 import functools
 import hashlib
+import importlib.metadata
 import math
+import os
+import site
 import struct
+import sys
+import sysconfig
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import attrs
@@ -34,7 +39,7 @@ import numpy as np
 
 from pipeline.errors import FingerprintError
 
-__all__ = ["fingerprint", "fingerprint_bytes", "source_digest"]
+__all__ = ["code_digest", "fingerprint", "fingerprint_bytes", "source_digest"]
 
 _MAX_DEPTH = 200
 
@@ -73,6 +78,69 @@ def source_digest(*modules: types.ModuleType) -> str:
         with open(path, "rb") as handle:
             digest.update(module.__name__.encode() + b"\0" + handle.read())
     return digest.hexdigest()
+
+
+def _installed_roots() -> tuple[str, ...]:
+    roots = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    roots.update(site.getsitepackages())
+    user = site.getusersitepackages()
+    if isinstance(user, str):
+        roots.add(user)
+    return tuple(os.path.join(os.path.realpath(root), "") for root in roots)
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+@functools.cache
+def _module_digest(name: str) -> str:
+    """A module's part of a code digest: its source, or for an installed third-party package
+    (a file under site-packages) the package and its version. Once per module and process."""
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if module is None or path is None:
+        return f"builtin:{name}"  # no source (builtins, C extensions without a file)
+    real = os.path.realpath(path)
+    if real.startswith(_installed_roots()):
+        package = name.partition(".")[0]
+        try:
+            version = importlib.metadata.version(_distributions().get(package, [package])[0])
+        except importlib.metadata.PackageNotFoundError:
+            version = str(getattr(sys.modules.get(package), "__version__", "unknown"))
+        return f"installed:{package}=={version}"
+    try:
+        with open(real, "rb") as handle:
+            return f"source:{name}:{fingerprint_bytes(handle.read())}"
+    except OSError as error:
+        raise FingerprintError(
+            f"cannot read the source of module {name} ({real}): {error}"
+        ) from error
+
+
+def code_digest(step: object) -> str:
+    """A digest of the code ``step``'s output depends on, for cache keys that see code.
+
+    It covers the modules that define ``step``'s class and its bases (for a function, its
+    module), and the modules a class names in ``__fingerprint_modules__`` (a tuple of module
+    names, e.g. the code generator it calls). Modules of installed third-party packages count
+    by their package's version, every other module by its source text, so editing a step's
+    code changes the digest in the next process.
+
+    Raises:
+        FingerprintError: a module's source file cannot be read.
+    """
+    if isinstance(step, types.FunctionType | functools.partial):
+        function = step.func if isinstance(step, functools.partial) else step
+        names = [function.__module__]
+    else:
+        classes = [c for c in type(step).__mro__ if c.__module__ != "builtins"]
+        names = [c.__module__ for c in classes]
+        for cls in classes:
+            names.extend(getattr(cls, "__fingerprint_modules__", ()))
+    unique = sorted(set(names))
+    return fingerprint_bytes("\0".join(_module_digest(name) for name in unique).encode())
 
 
 class _Encoder:
@@ -161,6 +229,9 @@ class _Encoder:
         elif hasattr(value, "__fingerprint__") and not isinstance(value, type):
             self._tag("custom", _qualified_name(type(value)).encode())
             self._child("__fingerprint__()", value.__fingerprint__())
+            # A hook written for a base class cannot know the fields a subclass adds.
+            for name in _fields_added_after_hook(cast(Any, type(value))):
+                self._child(name, getattr(value, name))
         elif isinstance(value, types.GenericAlias):  # e.g. tuple[IJK, IJK] in annotations
             self._tag("generic")
             self._child("__origin__", value.__origin__)
@@ -251,6 +322,17 @@ class _Encoder:
 
     def _where(self) -> str:
         return "value" + "".join(f"[{p}]" for p in self._path) if self._path else "the top level"
+
+
+@functools.cache
+def _fields_added_after_hook(cls: type) -> tuple[str, ...]:
+    """The compared attrs fields of ``cls`` that the class defining its ``__fingerprint__``
+    does not have (fields a subclass added under a base class's hook)."""
+    if not attrs.has(cls):
+        return ()
+    owner = next(c for c in cls.__mro__ if "__fingerprint__" in c.__dict__)
+    known = set(_attrs_compared_fields(owner)) if attrs.has(owner) else set()
+    return tuple(name for name in _attrs_compared_fields(cls) if name not in known)
 
 
 @functools.cache
