@@ -29,6 +29,15 @@ _HERE = str(Path(__file__).parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
+# The guide's example backend joins as a third-party backend would: by registering.
+_EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
+if _EXAMPLES not in sys.path:
+    sys.path.insert(0, _EXAMPLES)
+from numpy_source_backend import numpy_source  # noqa: E402
+
+if "numpy_source" not in backends.available_backends():
+    backends.register(numpy_source)
+
 ARRAY_API_STRICT = "embedded_array_api_strict"
 
 # Optional backends and the markers that skip them where their package (or device) is absent.

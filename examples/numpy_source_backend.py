@@ -1,0 +1,271 @@
+"""An example backend written against stencilforge's public kit: IR -> NumPy source.
+
+The guide (``docs/backend-guide.md``) walks through it. Four steps, each a small value:
+
+    shared frontend -> NumPyTranslation (disk-cached) -> PythonCompilation -> load_python
+    ProgramDefinition   CompilableProgram -> ProgramSource("python")  -> PythonArtifact -> run()
+
+The translation turns each stencil into NumPy slicing over the output domain, with locals
+inlined (recomputed at each shift) and fields of fewer dimensions broadcast. The backend
+checks nothing itself: the dispatcher checks every argument before ``run`` is called, with
+the same messages as ``c_cpu``. The test suite runs it on the whole DSL corpus.
+
+    import backends
+    from numpy_source_backend import numpy_source
+    backends.register(numpy_source)
+    program.with_backend(backends.numpy_source)(inp, out)
+"""
+
+from __future__ import annotations
+
+import marshal
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+import allocators
+from allocators import DeviceType
+from backends import CompiledBackend
+from backends.cache import cache_directory
+from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSource, SourceFormat
+from pipeline.dsl.types import FieldType
+from pipeline.frontend.step import shared_frontend
+from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, ProgramIR, Ref, Stencil, UnaryOp
+
+__all__ = ["PYTHON_SOURCE", "NumPyTranslation", "PythonArtifact", "load_python", "numpy_source"]
+
+PYTHON_SOURCE = SourceFormat("python", DeviceType.CPU)
+
+_NUMPY_FUNCTIONS = {
+    "abs": "np.abs", "sqrt": "np.sqrt", "exp": "np.exp", "log": "np.log", "sin": "np.sin",
+    "cos": "np.cos", "tan": "np.tan", "arcsin": "np.arcsin", "arccos": "np.arccos",
+    "arctan": "np.arctan", "sinh": "np.sinh", "cosh": "np.cosh", "tanh": "np.tanh",
+    "floor": "np.floor", "ceil": "np.ceil", "minimum": "np.minimum", "maximum": "np.maximum",
+    "power": "np.power", "where": "np.where",
+}
+
+
+# --------------------------------------------------------------------------- translation
+
+
+@attrs.frozen
+class NumPyTranslation:
+    """``CompilableProgram -> ProgramSource``: a Python function of NumPy slicing.
+
+    A step with configuration is a frozen attrs class: ``evolve_step("translation",
+    comments=False)`` makes a variant, and the option joins the disk-cache key.
+
+    Attributes:
+        comments: write the stencil's name above its code.
+    """
+
+    comments: bool = True
+    emits: SourceFormat = attrs.field(default=PYTHON_SOURCE, init=False)
+
+    def __call__(self, program: CompilableProgram, /) -> ProgramSource:
+        ir = program.ir
+        names = [p.name for p in ir.params]
+        lines = [f"def {ir.name}({', '.join(names)}):"]
+        for param in ir.params:
+            if not isinstance(param.type, FieldType):  # scalars are strong, typed numbers
+                dtype = "bool_" if param.type.dtype == np.bool_ else param.type.dtype.name
+                lines.append(f"    {param.name} = np.{dtype}({param.name})")
+        for index, stencil in enumerate(ir.stencils):
+            lines += _stencil_lines(ir, stencil, index, self.comments)
+        lines.append("    return None")
+        return ProgramSource(self.emits, "\n".join(lines) + "\n", ir.name)
+
+
+def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) -> list[str]:
+    """``out[domain] = expression`` for each output, with the stencil's locals inlined."""
+    locals_: dict[str, Expr] = {}
+    for assign in stencil.body:
+        (local,) = assign.targets
+        locals_[local] = _inline(assign.value, locals_)
+    lines = [f"    # stencil {index}: {stencil.operator_name}"] if comments else []
+    for target, result in zip(stencil.outputs, stencil.results, strict=True):
+        out_type = ir.param(target.name).type
+        assert isinstance(out_type, FieldType)
+        bounds = [_bounds(dim, axis) for axis, dim in enumerate(out_type.dim_names)]
+        value = _expression(ir, _inline(result, locals_), out_type.dim_names, bounds)
+        if not bounds:  # a 0-d output
+            lines.append(f"    {target.name}[...] = {value}")
+            continue
+        unpacked = ", ".join(f"({lo}, {hi})" for lo, hi in bounds)
+        lines.append(f"    {unpacked}, = _domain({target.name}, {target.slices!r})")
+        nonempty = " and ".join(f"{hi} > {lo}" for lo, hi in bounds)
+        window = ", ".join(f"{lo}:{hi}" for lo, hi in bounds)
+        lines.append(f"    if {nonempty}:")
+        lines.append(f"        {target.name}[{window}] = {value}")
+    return lines
+
+
+def _bounds(dim: str, axis: int) -> tuple[str, str]:
+    """The names of the domain's bounds along ``dim`` in the generated code (``I0``, ``I1``)."""
+    stem = dim if dim.isidentifier() else f"axis{axis}_"
+    return f"{stem}0", f"{stem}1"
+
+
+def _inline(expr: Expr, locals_: dict[str, Expr]) -> Expr:
+    """``expr`` with every read of a local replaced by the local's value, shifted."""
+    match expr:
+        case Ref(name=name, offsets=offsets) if name in locals_:
+            return _shift(locals_[name], offsets)
+        case UnaryOp(operand=operand):
+            return attrs.evolve(expr, operand=_inline(operand, locals_))
+        case BinaryOp(left=left, right=right):
+            return attrs.evolve(expr, left=_inline(left, locals_), right=_inline(right, locals_))
+        case Call(args=args):
+            return attrs.evolve(expr, args=tuple(_inline(a, locals_) for a in args))
+        case Cast(value=value):
+            return attrs.evolve(expr, value=_inline(value, locals_))
+    return expr
+
+
+def _shift(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
+    match expr:
+        case Ref():
+            return expr.shifted(offsets) if isinstance(expr.type, FieldType) else expr
+        case UnaryOp(operand=operand):
+            return attrs.evolve(expr, operand=_shift(operand, offsets))
+        case BinaryOp(left=left, right=right):
+            return attrs.evolve(expr, left=_shift(left, offsets), right=_shift(right, offsets))
+        case Call(args=args):
+            return attrs.evolve(expr, args=tuple(_shift(a, offsets) for a in args))
+        case Cast(value=value):
+            return attrs.evolve(expr, value=_shift(value, offsets))
+    return expr
+
+
+def _expression(
+    ir: ProgramIR, expr: Expr, dims: tuple[str, ...], bounds: list[tuple[str, str]]
+) -> str:
+    def emit(node: Expr) -> str:
+        match node:
+            case Literal(value=value):
+                return _literal(value)
+            case Ref(name=name, offsets=offsets):
+                param_type = ir.param(name).type
+                if not isinstance(param_type, FieldType):
+                    return name
+                return _read(name, param_type.dim_names, dict(offsets), dims, bounds)
+            case UnaryOp(op=op, operand=operand):
+                return f"({op}{emit(operand)})"
+            case BinaryOp(op=op, left=left, right=right):
+                return f"({emit(left)} {op} {emit(right)})"
+            case Call(function=function, args=args):
+                if function in {"floor", "ceil"} and args[0].type is not None and (
+                    args[0].type.dtype.kind in "iu"
+                ):
+                    return emit(args[0])  # integers stay integers (NumPy would give float64)
+                return f"{_NUMPY_FUNCTIONS[function]}({', '.join(emit(a) for a in args)})"
+            case Cast(value=value, dtype=dtype):
+                name = "bool_" if dtype == np.bool_ else dtype.name
+                return f"np.asarray({emit(value)}).astype(np.{name})"
+        raise NotImplementedError(f"the NumPy translation has no rule for {type(node).__name__}")
+
+    return emit(expr)
+
+
+def _literal(value: bool | int | float) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    return repr(value)
+
+
+def _read(
+    name: str,
+    field_dims: tuple[str, ...],
+    offsets: dict[str, int],
+    dims: tuple[str, ...],
+    bounds: list[tuple[str, str]],
+) -> str:
+    """``name`` sliced over the output domain shifted by ``offsets``, laid out along ``dims``
+    (inputs share the output's index origin: index 0 of every array is the same point)."""
+    parts = []
+    for dim in field_dims:
+        (lo, hi), shift = bounds[dims.index(dim)], offsets.get(dim, 0)
+        delta = f" + {shift}" if shift > 0 else f" - {-shift}" if shift < 0 else ""
+        parts.append(f"{lo}{delta}:{hi}{delta}")
+    view = f"{name}[{', '.join(parts)}]" if parts else name
+    present = sorted(field_dims, key=dims.index)
+    if list(present) != list(field_dims):
+        view = f"{view}.transpose({tuple(field_dims.index(d) for d in present)!r})"
+    if len(present) < len(dims):
+        index = ", ".join(":" if d in field_dims else "None" for d in dims)
+        view = f"{view}[{index}]"
+    return view
+
+
+# --------------------------------------------------------------------------- compilation
+
+
+@attrs.frozen(repr=False)
+class PythonArtifact:
+    """A compiled translation: the marshalled code object and the source it came from.
+
+    Plain bytes, so it pickles and the compilation can be cached on disk (marshal's format
+    is the interpreter's; disk keys are salted with the interpreter version).
+    """
+
+    code: bytes
+    source: ProgramSource
+
+    def __repr__(self) -> str:
+        return f"PythonArtifact({self.source.entry_point}, {len(self.code)} bytes of code)"
+
+
+@attrs.frozen
+class PythonCompilation:
+    """``ProgramSource -> PythonArtifact``: Python's own compiler."""
+
+    accepts: SourceFormat = attrs.field(default=PYTHON_SOURCE, init=False)
+
+    def __call__(self, source: ProgramSource, /) -> PythonArtifact:
+        filename = f"<stencilforge numpy source of {source.entry_point}>"
+        return PythonArtifact(marshal.dumps(compile(source.text, filename, "exec")), source)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _domain(
+    out: Any, slices: tuple[tuple[int | None, int | None], ...]
+) -> tuple[tuple[int, int], ...]:
+    """The output domain: ``(start, stop)`` per dimension of ``out`` sliced by ``slices``."""
+    return tuple(slice(a, b).indices(n)[:2] for (a, b), n in zip(slices, out.shape, strict=True))
+
+
+def load_python(artifact: PythonArtifact, /) -> Callable[..., None]:
+    """``PythonArtifact -> run(*args)``: the function, run with NumPy's warnings silenced (the
+    DSL's integer division by zero gives 0, as in C, without a warning)."""
+    namespace: dict[str, Any] = {"np": np, "_domain": _domain}
+    exec(marshal.loads(artifact.code), namespace)
+    function = namespace[artifact.source.entry_point]
+
+    def run(*args: Any) -> None:
+        with np.errstate(all="ignore"):
+            function(*args)
+
+    run.__qualname__ = f"numpy_source.{artifact.source.entry_point}"
+    return run
+
+
+def numpy_source_pipeline() -> CompilePipeline[ProgramSource, PythonArtifact, Callable[..., None]]:
+    """The four steps; translation and compilation are cached on disk in the build cache."""
+    directory = cache_directory() / "numpy_source"
+    return CompilePipeline(
+        frontend=shared_frontend,
+        translation=CachedStep.on_disk(NumPyTranslation(), directory=directory / "translations"),
+        compilation=CachedStep.on_disk(PythonCompilation(), directory=directory / "artifacts"),
+        loading=load_python,
+    )
+
+
+#: The backend: NumPy buffers on the CPU, the pipeline above.
+numpy_source = CompiledBackend(
+    "numpy_source", allocators.NumPyBufferAllocator(), numpy_source_pipeline()
+)
