@@ -7,6 +7,7 @@ checks; the other tests call the harness's pieces in-process on the small grid.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,20 +16,16 @@ import attrs
 import numpy as np
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# `benchmarks` lives at the project root, next to `src/`, and is not installed.
-if str(PROJECT_ROOT) not in sys.path:
-    sys.path.insert(0, str(PROJECT_ROOT))
-
-import backends  # noqa: E402
-from backends import EmbeddedBackend  # noqa: E402
-from backends.embedded import EmbeddedLoading  # noqa: E402
-from benchmarks import workloads  # noqa: E402
-from benchmarks.__main__ import main  # noqa: E402
-from benchmarks.comparison import compare, load_rows  # noqa: E402
-from benchmarks.machine import copy_kernel, last_level_cache_bytes  # noqa: E402
-from benchmarks.measure import measure_backend  # noqa: E402
-from benchmarks.results import FAILED, OK, Row, with_derived  # noqa: E402
+import backends
+from backends import EmbeddedBackend
+from backends.embedded import EmbeddedLoading
+from benchmarks import workloads
+from benchmarks.__main__ import main
+from benchmarks.comparison import compare, load_rows
+from benchmarks.machine import copy_kernel, last_level_cache_bytes
+from benchmarks.measure import measure_backend
+from benchmarks.results import FAILED, OK, Row, with_derived
+from benchmarks.selection import select_backends
 
 TIMED_FIELDS = ("median", "minimum", "maximum")
 
@@ -40,7 +37,8 @@ def _row(backend: str, median: float, status: str = OK, size: str = "small") -> 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
-    """A ``--quick`` run compared against a made-up earlier run where everything took 2 s."""
+    """A ``--quick`` run compared against a made-up earlier run where everything took 2 s,
+    started from a directory other than the project's (the harness is installed)."""
     directory = tmp_path_factory.mktemp("bench")
     old = directory / "old.json"
     old_rows = [_row("embedded_numpy", 2.0, size=size).to_dict() for size in ("small", "large")]
@@ -49,7 +47,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--output", str(output),
          "--compare", str(old)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=False,
+        cwd=directory, capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((output / "results.json").read_text()), output
@@ -218,3 +216,27 @@ def test_a_compiled_backend_is_compiled_first_and_its_direct_call_timed():
     assert row.status == OK, row.message
     assert row.compile_seconds is not None and row.compile_seconds > 0
     assert row.direct_call_seconds is not None and row.direct_call_seconds > 0
+
+
+def test_the_console_script_measures_a_backend_named_as_module_attribute(tmp_path):
+    script = Path(sys.executable).with_name("stencilforge-bench")
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    env = {**os.environ, "PYTHONPATH": str(examples)}
+    done = subprocess.run(
+        [str(script), "--quick", "--workloads", "laplacian", "--sizes", "small",
+         "--backends", "numpy_source_backend:numpy_source", "--output", str(tmp_path / "out")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    rows = {(r["backend"], r["status"]) for r in data["rows"]}
+    assert ("numpy_source", OK) in rows
+    (figures,) = data["pipeline"]
+    assert figures["backend"] == "numpy_source" and not figures["message"], figures
+
+
+def test_a_backend_reference_that_finds_nothing_is_a_clear_error():
+    with pytest.raises(ValueError, match="no_such_module.*importable from the current directory"):
+        select_backends(("no_such_module:thing",))
+    with pytest.raises(ValueError, match="not a CompiledBackend or EmbeddedBackend"):
+        select_backends(("numpy:sum",))

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-if str(PROJECT_ROOT) not in sys.path:
-    sys.path.insert(0, str(PROJECT_ROOT))
-
-from benchmarks import pipeline_figures  # noqa: E402
+from benchmarks import pipeline_figures
 
 
 def _result(compile_seconds: float, first: float) -> dict:

@@ -1,18 +1,16 @@
-"""``python -m benchmarks.variants``: A/B of c_cpu translation options."""
+"""``python -m benchmarks.variants``: A/B of backends and of any step option."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-if str(PROJECT_ROOT) not in sys.path:
-    sys.path.insert(0, str(PROJECT_ROOT))
-
-import backends  # noqa: E402
-from benchmarks.variants import main, parse_variant, translation_variant  # noqa: E402
+import backends
+from benchmarks.variants import (
+    main,
+    option_variant,
+    parse_variant,
+    translation_variant,
+)
 
 requires_c_cpu = pytest.mark.skipif(
     "c_cpu" not in backends.available_backends(), reason="c_cpu needs a C compiler"
@@ -27,7 +25,13 @@ def test_a_variant_is_a_name_and_python_literals():
     assert parse_variant("same:") == ("same", {})
 
 
-@pytest.mark.parametrize("text", ["no_colon", ":tile_sizes=(1,2)", "x:tile_sizes", "x:a=b c"])
+def test_a_value_that_is_no_python_literal_is_text():
+    assert parse_variant("o2:compilation.flags=-O2 -g") == (
+        "o2", {"compilation.flags": "-O2 -g"}
+    )
+
+
+@pytest.mark.parametrize("text", ["no_colon", ":tile_sizes=(1,2)", "x:tile_sizes", "x:=3"])
 def test_a_malformed_variant_says_what_is_wrong(text):
     with pytest.raises(ValueError, match="variant"):
         parse_variant(text)
@@ -59,3 +63,31 @@ def test_variants_run_in_rounds_and_report_their_fractions(capsys):
     for name, line in zip(("default", "nopf"), lines[1:], strict=True):
         assert line.split()[0] == name
         assert len(line.split("rounds:")[1].split()) == 2
+
+
+@requires_c_cpu
+def test_any_stage_option_varies_and_text_splits_into_a_tuple_option():
+    variant = option_variant("o2", backends.c_cpu, {"compilation.flags": "-O2 -g"})
+    assert variant.pipeline.compilation.step.flags == ("-O2", "-g")
+    assert variant.pipeline.translation is backends.c_cpu.pipeline.translation
+    with pytest.raises(ValueError, match="'compile' is not a stage"):
+        option_variant("x", backends.c_cpu, {"compile.flags": "-O2"})
+
+
+@requires_c_cpu
+def test_an_option_variant_and_another_backend_run_against_the_base(capsys):
+    assert main(["laplacian", "--size", "small", "--rounds", "1", "--repeat", "2",
+                 "o2:compilation.flags=-O2", "numpy=embedded_numpy"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "largest difference from NumPy" in lines[0]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert set(rows) == {"default", "o2", "numpy"}
+    assert "diff 0.0e+00" in rows["default"] and "1.00x" in rows["default"]
+    assert float(rows["numpy"].split("diff ")[1].split()[0]) < 1e-12
+
+
+def test_an_unknown_backend_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["laplacian", "x=no_such_backend"])
+    assert exit_info.value.code == 2
+    assert "no_such_backend" in capsys.readouterr().err

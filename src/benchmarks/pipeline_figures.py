@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -28,7 +27,6 @@ from benchmarks.results import Row
 
 __all__ = ["PipelineFigures", "StageTime", "cache_hit_seconds", "measure_pipeline"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 @attrs.frozen
@@ -93,7 +91,7 @@ class PipelineFigures:
         return data
 
 
-def _probe(backend: str, workload: str, cache_dir: str, timeout: float) -> dict[str, Any]:
+def _probe(reference: str, workload: str, cache_dir: str, timeout: float) -> dict[str, Any]:
     # A user's installation has its modules' bytecode; without it every lazy import inside
     # the timed region compiles source. So the probes may write and read .pyc files even
     # where this process was told not to.
@@ -102,17 +100,17 @@ def _probe(backend: str, workload: str, cache_dir: str, timeout: float) -> dict[
         "STENCILFORGE_CACHE_DIR": cache_dir,
     }
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.probe", backend, workload],
-        cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True,
+        [sys.executable, "-m", "benchmarks.probe", reference, workload],
+        cwd=os.getcwd(), env=environment, capture_output=True, text=True,
         timeout=timeout, check=False,
     )
     lines = done.stdout.strip().splitlines()
     if not lines:
         tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        raise RuntimeError(f"probe of {workload}@{backend} failed: {tail[0]}")
+        raise RuntimeError(f"probe of {workload}@{reference} failed: {tail[0]}")
     result: dict[str, Any] = json.loads(lines[-1])
     if not result["verified"]:
-        raise RuntimeError(f"probe of {workload}@{backend}: {result['message']}")
+        raise RuntimeError(f"probe of {workload}@{reference}: {result['message']}")
     return result
 
 
@@ -126,6 +124,7 @@ def measure_pipeline(
     small_row: Row | None,
     timeout: float = 300.0,
     repeat: int = 3,
+    reference: str | None = None,
 ) -> PipelineFigures:
     """Measure the pipeline figures of ``workload`` on the compiled ``backend``.
 
@@ -134,6 +133,8 @@ def measure_pipeline(
             overhead), or ``None`` if it was not measured.
         timeout: seconds allowed for each probe subprocess.
         repeat: cold + warm pairs, each with a fresh cache directory.
+        reference: how the probe finds the backend (``selection.resolve_backend``); by
+            default its name.
 
     A failing probe does not raise: the figures carry its message instead.
     """
@@ -149,8 +150,8 @@ def measure_pipeline(
         # mkdtemp makes the directory private (0700), as the build cache requires.
         with tempfile.TemporaryDirectory(prefix="stencilforge-cold-cache-") as cache_dir:
             try:
-                cold = _probe(backend, workload, cache_dir, timeout)
-                warm = _probe(backend, workload, cache_dir, timeout)
+                cold = _probe(reference or backend, workload, cache_dir, timeout)
+                warm = _probe(reference or backend, workload, cache_dir, timeout)
             except (RuntimeError, subprocess.TimeoutExpired, ValueError, KeyError) as error:
                 return attrs.evolve(figures, message=str(error))
         runs.append((_stages(cold), cold["first_result_seconds"], warm))

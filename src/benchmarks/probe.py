@@ -14,22 +14,23 @@ import sys
 import time
 from typing import Any
 
-import backends
 import pipeline
 from benchmarks.arrays import output_of, synchronize
 from benchmarks.measure import backend_arguments, expected_output, verify
+from benchmarks.selection import resolve_backend
 from benchmarks.workloads import SIZES, WORKLOADS
 
 SIZE = "small"
 
 
 def main(argv: list[str]) -> int:
-    """Probe ``argv == [backend name, workload name]``; the exit status is 0 when verified."""
+    """Probe ``argv == [backend reference, workload name]``; the exit status is 0 when
+    verified. The reference is a name or ``module:attribute`` (``selection.resolve_backend``)."""
     start = time.perf_counter()
-    backend_name, workload_name = argv
+    reference, workload_name = argv
     # Only the backend under test: creating the others would import their packages (DaCe
     # takes over a second) inside the measured time.
-    backend: Any = getattr(backends, backend_name)
+    backend: Any = resolve_backend(reference)
     workload = WORKLOADS[workload_name]
     stages: list[dict[str, object]] = []
 

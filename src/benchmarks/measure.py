@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from backends import CompiledBackend, EmbeddedBackend
 from benchmarks.arrays import output_of, synchronize, to_backend, to_numpy
 from benchmarks.machine import CopyKernel
 from benchmarks.results import BACKEND, FAILED, OK, REFERENCE, Row
@@ -33,11 +34,13 @@ __all__ = [
     "verify",
 ]
 
+Backend = CompiledBackend | EmbeddedBackend
+
 RTOL = 1e-12
 ATOL = 1e-12
 
 
-def is_compiled(backend: object) -> bool:
+def is_compiled(backend: Backend) -> bool:
     """Whether ``backend`` compiles programs (so ``prog.compile`` and stage events apply)."""
     return bool(backend.pipeline.compiles)
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import attrs
 
-import backends
 from benchmarks import peers
 from benchmarks.comparison import Comparison, compare
 from benchmarks.machine import (
@@ -38,9 +37,10 @@ from benchmarks.measure import is_compiled, measure_backend, measure_reference
 from benchmarks.pipeline_figures import PipelineFigures, cache_hit_seconds, measure_pipeline
 from benchmarks.progress import Progress
 from benchmarks.results import Row, with_derived
+from benchmarks.selection import select_backends
 from benchmarks.workloads import SIZES, WORKLOADS
 
-__all__ = ["Options", "Report", "run", "select_backends"]
+__all__ = ["Options", "Report", "run"]
 
 #: Timed calls per size when ``--repeat`` is not given (the first, verified call not counted).
 DEFAULT_REPEAT: Mapping[str, int] = {"small": 200, "large": 20}
@@ -121,24 +121,6 @@ class Report:
         }
 
 
-def select_backends(names: tuple[str, ...] | None) -> dict[str, backends.Backend]:
-    """The available backends, filtered by ``names`` (in the order given).
-
-    Raises:
-        ValueError: a requested backend is not available here (the message lists those that are).
-    """
-    available = backends.available_backends()
-    if names is None:
-        return dict(available)
-    missing = [name for name in names if name not in available]
-    if missing:
-        raise ValueError(
-            f"backend(s) {', '.join(missing)} not available here; available: "
-            f"{', '.join(available)}"
-        )
-    return {name: available[name] for name in names}
-
-
 def _interleaved(kernel: CopyKernel, bytes_per_call: int, cache_bytes: int) -> CopyKernel | None:
     """The copy kernel for a row whose arrays exceed the cache, else ``None``."""
     return kernel if bytes_per_call > cache_bytes else None
@@ -150,7 +132,8 @@ def run(options: Options, show_progress: bool = True) -> Report:
     Raises:
         ValueError: an unknown backend or workload name.
     """
-    selected = select_backends(options.backends)
+    chosen = select_backends(options.backends)
+    selected = {name: entry.backend for name, entry in chosen.items()}
     workload_names = options.workloads or tuple(WORKLOADS)
     unknown = [name for name in workload_names if name not in WORKLOADS]
     if unknown:
@@ -204,7 +187,12 @@ def run(options: Options, show_progress: bool = True) -> Report:
                 f"pipeline figures {workload_name} {name} ({probe_pairs} x cold + warm subprocess)"
             )
             small_row = small_rows.get((name, workload_name))
-            figures.append(measure_pipeline(name, workload_name, small_row, repeat=probe_pairs))
+            figures.append(
+                measure_pipeline(
+                    name, workload_name, small_row, repeat=probe_pairs,
+                    reference=chosen[name].reference,
+                )
+            )
     if not compiled:
         notes.append(
             "no compiled backend selected or available: no per-stage compile, warm-start or "
