@@ -11,6 +11,7 @@ OPTIONAL_PACKAGE_MARKERS = {
     "requires_cupy": "cupy",
     "requires_jax": "jax",
     "requires_dace": "dace",
+    "requires_dask": "distributed",
 }
 
 

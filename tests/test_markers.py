@@ -19,6 +19,8 @@ OPTIONAL_NAMES = {
     "dace_cpu": "requires_dace",
     "dace_gpu": "requires_gpu",
     "cuda_gpu": "requires_gpu",
+    "distributed": "requires_dask",
+    "dask_cluster": "requires_dask",
 }
 
 
@@ -52,7 +54,7 @@ def _mentioned(node: ast.AST) -> set[str]:
             modules = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [sub.module or ""]
             found |= {m.split(".")[0] for m in modules if m.split(".")[0] in OPTIONAL_NAMES}
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value in {
-            "cupy", "jax", "jax.numpy", "dace"
+            "cupy", "jax", "jax.numpy", "dace", "distributed"
         }:
             found.add(sub.value.split(".")[0])
     return found

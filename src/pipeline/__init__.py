@@ -38,6 +38,7 @@ from pipeline.dsl.types import (
 )
 from pipeline.errors import (
     ArgumentError,
+    CompileError,
     DomainError,
     DSLError,
     DSLNameError,
@@ -49,6 +50,7 @@ from pipeline.errors import (
 )
 from pipeline.fingerprint import fingerprint
 from pipeline.programs import FieldOperator, Program, field_operator, program
+from pipeline.runners import compile_many
 from pipeline.stages import (
     CompilableProgram,
     CompiledArtifact,
@@ -70,6 +72,7 @@ __all__ = [
     "ArgumentError",
     "CachedStep",
     "CompilableProgram",
+    "CompileError",
     "CompilePipeline",
     "CompiledArtifact",
     "DSLError",
@@ -102,6 +105,7 @@ __all__ = [
     "astype",
     "bool_",
     "ceil",
+    "compile_many",
     "cos",
     "cosh",
     "exp",

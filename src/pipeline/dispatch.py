@@ -177,14 +177,20 @@ class Dispatcher:
         concrete: ConcreteDefinition,
         args: tuple[Any, ...] = (),
         lowered: tuple[CompilableProgram, object] | None = None,
+        artifact: object | None = None,
     ) -> Specialization:
-        """The entry for ``concrete`` (made from example ``args``), built once; ``lowered``:
-        its frontend and translation outputs, when the caller has them already."""
+        """The entry for ``concrete`` (made from example ``args``), built once.
+
+        Args:
+            lowered: its frontend and translation outputs, when the caller has them already.
+            artifact: its compilation output, made elsewhere (a compile worker): only loading
+                runs here (and, if the artifact turns out damaged, a compilation here).
+        """
         key = (concrete.definition.output_slices, concrete.compile_time_args)
         with self._lock:
             found = self._table.get(key)
             if found is None:
-                found = self._build(concrete, args, lowered)
+                found = self._build(concrete, args, lowered, artifact)
                 self._table[key] = found
         return found
 
@@ -222,6 +228,7 @@ class Dispatcher:
         concrete: ConcreteDefinition,
         args: tuple[Any, ...],
         lowered: tuple[CompilableProgram, object] | None,
+        artifact: object | None,
     ) -> Specialization:
         """Walk the pipeline for one signature; a damaged artifact is rebuilt once."""
         start = time.perf_counter()
@@ -229,10 +236,10 @@ class Dispatcher:
         try:
             with subscribe(StageDump(dump)) if dump is not None else contextlib.nullcontext():
                 try:
-                    found = self._walk(concrete, args, lowered)
+                    found = self._walk(concrete, args, lowered, artifact)
                 except DamagedArtifactError as error:
                     _log.warning("%s; rebuilding %s", error, concrete.definition.name)
-                    found = self._walk(concrete, args, lowered)
+                    found = self._walk(concrete, args, lowered, None)
         except DSLError as error:
             raise user_facing(error) from None
         if metrics.enabled():
@@ -244,10 +251,11 @@ class Dispatcher:
         concrete: ConcreteDefinition,
         args: tuple[Any, ...],
         lowered: tuple[CompilableProgram, object] | None,
+        artifact: object | None,
     ) -> Specialization:
         pipeline = self.backend.pipeline
         program, source = self._lower(concrete, args) if lowered is None else lowered
-        artifact = pipeline.compile(source)
+        artifact = pipeline.compile(source) if artifact is None else artifact
         executable = pipeline.load(artifact)
         fast_entry = getattr(executable, "fast_entry", None)
         checker = ArgumentChecker(program.ir)

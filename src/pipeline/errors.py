@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ArgumentError",
     "CacheStoreError",
+    "CompileError",
     "DSLError",
     "DSLNameError",
     "DSLSyntaxError",
@@ -43,6 +44,22 @@ class UnsafeCacheDirectoryError(PermissionError):
 
 class StepOutputError(TypeError):
     """A step returned something its stage does not allow (named with the stage and step)."""
+
+
+class CompileError(RuntimeError):
+    """One program of a batch (``compile_many``) failed: which program, at which stage, why.
+
+    Picklable, so a compile worker can report it.
+    """
+
+    def __init__(self, program: str, stage: str, detail: str) -> None:
+        super().__init__(program, stage, detail)
+        self.program = program
+        self.stage = stage
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"{self.program}: {self.stage} failed: {self.detail}"
 
 
 class CacheStoreError(TypeError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any, TypeVar, cast, overload
 
 import attrs
@@ -174,14 +175,22 @@ class Program(_Definition):
         """
         return self._lower(self.definition, self._bind(args, kwargs) if kwargs else args)
 
-    def compile(self, *args: Any, **kwargs: Any) -> Any:
+    def compile(self, *args: Any, executor: Executor | None = None, **kwargs: Any) -> Any:
         """``self.lower(*args).compile()``: the compiled program for ``args``'s signature,
         installed so that the first call with such arguments runs at once.
+
+        With ``executor`` (any ``concurrent.futures.Executor``) translation and compilation
+        run there and a ``Future`` of the compiled program is returned (see
+        ``pipeline.compile_many``).
 
         Raises:
             RuntimeError: on an embedded backend: embedded programs are not compiled.
         """
-        return self.lower(*args, **kwargs).compile()
+        if executor is None:
+            return self.lower(*args, **kwargs).compile()
+        from pipeline.runners import compile_in_background  # noqa: PLC0415  (runners imports us)
+
+        return compile_in_background(self, self._bind(args, kwargs) if kwargs else args, executor)
 
 
 @attrs.frozen(eq=False)

@@ -149,17 +149,22 @@ class CompilableProgram:
 
     Attributes:
         definition: what the IR was made from (loadings that run the Python function itself,
-            as the embedded one does, read it; it does not enter the fingerprint).
+            as the embedded one does, read it; it does not enter the fingerprint). ``None``
+            once the program crossed a process boundary: it stays behind, so the user's
+            function need not be importable in a compile worker.
         ir: the program's typed intermediate representation (``str(ir)`` prints it).
         compile_time_args: what the translation specializes the IR for.
     """
 
-    definition: ProgramDefinition
+    definition: ProgramDefinition | None
     ir: ProgramIR
     compile_time_args: CompileTimeArgs = CompileTimeArgs()
 
     def __fingerprint__(self) -> object:
         return (self.ir, self.compile_time_args)
+
+    def __reduce__(self) -> tuple[type[CompilableProgram], tuple[None, ProgramIR, CompileTimeArgs]]:
+        return (CompilableProgram, (None, self.ir, self.compile_time_args))
 
     def __repr__(self) -> str:
         return (

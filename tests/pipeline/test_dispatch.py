@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import threading
 from pathlib import Path
 
 import attrs
@@ -220,14 +221,23 @@ def test_a_loading_step_that_returns_no_callable_fails_at_load_naming_the_step()
         program(inp, out)
 
 
+@attrs.frozen
+class LockedTranslation(PythonTranslation):
+    """A translation whose source carries a lock in its metadata: it cannot be pickled."""
+
+    def __call__(self, program: CompilableProgram) -> ProgramSource:
+        source = super().__call__(program)
+        return attrs.evolve(source, metadata=(program, threading.Lock()))
+
+
 def test_a_disk_cached_result_that_cannot_be_pickled_names_the_step_and_the_cache(tmp_path):
-    translation = CachedStep.on_disk(PythonTranslation(), directory=tmp_path / "translations")
+    translation = CachedStep.on_disk(LockedTranslation(), directory=tmp_path / "translations")
     program = stencils.lap.with_backend(scratch_backend(translation=translation))
     inp, out = lap_arguments()
     with pytest.raises(CacheStoreError) as info:
         program(inp, out)
     message = str(info.value)
-    assert "PythonTranslation" in message and str(tmp_path / "translations") in message
+    assert "LockedTranslation" in message and str(tmp_path / "translations") in message
     assert "cannot be pickled" in message
     assert isinstance(info.value.__cause__, (pickle.PicklingError, TypeError, AttributeError))
 

@@ -22,6 +22,11 @@ class EmbeddedLoading:
     namespace: ModuleType = attrs.field(repr=namespace_name)
 
     def __call__(self, program: CompilableProgram, /) -> EmbeddedExecutable:
+        if program.definition is None:
+            raise ValueError(
+                f"{program.ir.name}: an embedded program loads in the process that has its "
+                "definition, and this one came from another process"
+            )
         return EmbeddedExecutable(program.definition, program.ir, self.namespace)
 
 

@@ -1,0 +1,239 @@
+"""compile_many and prog.compile(executor=...): serial, threads, a spawn process pool, Dask.
+
+Programs are generated into a temporary directory that worker processes never see: only the
+IR crosses, so user functions need not be importable there.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import warnings
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+for path in (str(_HERE), str(_HERE.parent / "backends")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from c_programs.support import CompilerWrapper, GeneratedModules  # noqa: E402
+from runner_steps import FailingFor, KillsWorkerFor  # noqa: E402
+
+import allocators  # noqa: E402
+from backends import CompiledBackend  # noqa: E402
+from backends.c import CCompilation, c_cpu_pipeline  # noqa: E402
+from pipeline import CompileError, StageEvent, compile_many, subscribe  # noqa: E402
+from pipeline.runners import BUILD_JOBS_VARIABLE, build_executor  # noqa: E402
+
+TEMPLATE = '''
+from pipeline import Dimension, Field, field_operator, float64, program
+
+I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
+IJK = Field[[I, J, K], float64]
+
+
+@field_operator
+def weighted_{index}(f: IJK) -> IJK:
+    return {weight} * f + f(I + 1) - f(J - {reach})
+
+
+@program
+def {name}(inp: IJK, out: IJK):
+    weighted_{index}(inp, out=out[:-1, {reach}:, :])
+'''
+
+
+def reference(inp, weight, reach):
+    out = np.zeros_like(inp)
+    out[:-1, reach:] = weight * inp[:-1, reach:] + inp[1:, reach:] - inp[:-1, :-reach]
+    return out
+
+
+@pytest.fixture
+def make_programs(tmp_path):
+    modules = GeneratedModules(tmp_path / "user_code", "runner")
+    (tmp_path / "user_code").mkdir()
+
+    def make(count, backend, names=None):
+        programs = []
+        for index in range(count):
+            name = names[index] if names else f"prog_{index}"
+            source = TEMPLATE.format(index=index, name=name, weight=index + 0.5,
+                                     reach=1 + index % 2)
+            programs.append(getattr(modules.load(source), name).with_backend(backend))
+        return programs
+
+    return make
+
+
+def private_backend(tmp_path, compiler, **steps):
+    compilation = CCompilation(str(tmp_path / "cache" / "c"), compiler=str(compiler.path))
+    pipeline = c_cpu_pipeline(tmp_path / "cache", compilation=compilation)
+    return CompiledBackend("c_cpu_runner", allocators.NumPyBufferAllocator(),
+                           attrs.evolve(pipeline, **steps))
+
+
+def arguments():
+    inp = np.random.default_rng(2).uniform(-1, 1, (7, 6, 3))
+    return inp, np.zeros_like(inp)
+
+
+def check_installed_and_right(programs, compiled):
+    events: list[StageEvent] = []
+    with subscribe(events.append):
+        for index, (program, result) in enumerate(zip(programs, compiled, strict=True)):
+            inp, out = arguments()
+            program(inp, out)
+            np.testing.assert_allclose(out, reference(inp, index + 0.5, 1 + index % 2))
+            result(inp, out)
+    assert events == []  # every first call ran at once: nothing was compiled on call
+
+
+@pytest.mark.parametrize("kind", ["serial", "threads", "processes"])
+def test_compile_many_compiles_installs_and_keeps_the_order(tmp_path, make_programs, kind):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    programs = make_programs(5, private_backend(tmp_path, compiler))
+    jobs = [(program, arguments()) for program in programs]
+    if kind == "serial":
+        compiled = compile_many(jobs, progress=False)
+    elif kind == "threads":
+        with ThreadPoolExecutor(2) as pool:
+            compiled = compile_many(jobs, executor=pool, progress=False)
+    else:
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(2, mp_context=spawn) as pool:
+            compiled = compile_many(jobs, executor=pool, progress=False)
+    assert [c.concrete.definition.name for c in compiled] == [p.name for p in programs]
+    check_installed_and_right(programs, compiled)
+    assert compiler.compiles == 5
+
+
+def test_each_program_is_built_once_when_asked_twice(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    programs = make_programs(3, private_backend(tmp_path, compiler))
+    jobs = [(p, arguments()) for p in programs] * 2
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=spawn) as pool:
+        compile_many(jobs, executor=pool, progress=False)
+    assert compiler.compiles == 3  # the disk caches' single flight across workers
+
+
+def test_failures_are_reported_together_and_the_others_still_compile(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    base = private_backend(tmp_path, compiler)
+    backend = attrs.evolve(base, pipeline=attrs.evolve(
+        base.pipeline, translation=FailingFor(base.pipeline.translation, "bad")))
+    programs = make_programs(4, backend, names=["good_a", "bad_b", "good_c", "bad_d"])
+    with ThreadPoolExecutor(2) as pool, pytest.raises(ExceptionGroup) as info:
+        compile_many([(p, arguments()) for p in programs], executor=pool, progress=False)
+    failures = sorted((e.program, e.stage) for e in info.value.exceptions)
+    assert failures == [("bad_b", "translation"), ("bad_d", "translation")]
+    assert all(isinstance(e, CompileError) for e in info.value.exceptions)
+    assert "refusing bad_b on purpose" in str(info.value.exceptions[0]) + str(
+        info.value.exceptions[1])
+    inp, out = arguments()
+    events: list[StageEvent] = []
+    with subscribe(events.append):
+        programs[0](inp, out)
+        programs[2](inp, out)
+    assert events == []
+
+
+def test_a_killed_worker_is_an_error_naming_its_programs_not_a_hang(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    base = private_backend(tmp_path, compiler)
+    backend = attrs.evolve(base, pipeline=attrs.evolve(
+        base.pipeline, compilation=KillsWorkerFor(base.pipeline.compilation, "doomed")))
+    programs = make_programs(2, backend, names=["doomed", "fine"])
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool, pytest.raises(ExceptionGroup) as info:
+        compile_many([(p, arguments()) for p in programs], executor=pool, progress=False)
+    doomed = [e for e in info.value.exceptions if e.program == "doomed"]
+    assert doomed and "worker process that held it died" in str(doomed[0])
+
+
+def test_an_unpicklable_pipeline_compiles_in_the_caller_with_one_warning(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    base = private_backend(tmp_path, compiler)
+
+    @attrs.frozen
+    class Local:  # a class defined in a function cannot be pickled
+        step: object
+
+        def __call__(self, program):
+            return self.step(program)
+
+    backend = attrs.evolve(base, pipeline=attrs.evolve(
+        base.pipeline, translation=Local(base.pipeline.translation)))
+    programs = make_programs(2, backend)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool, warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        compiled = compile_many([(p, arguments()) for p in programs], executor=pool,
+                                progress=False)
+    messages = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
+    assert len(messages) == 1 and "cannot be pickled" in messages[0]
+    assert "prog_0, prog_1" in messages[0]
+    check_installed_and_right(programs, compiled)
+
+
+def test_compile_with_an_executor_returns_a_future(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    (program,) = make_programs(1, private_backend(tmp_path, compiler))
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        future = program.compile(*arguments(), executor=pool)
+        assert isinstance(future, Future)
+        compiled = future.result(timeout=120)
+    check_installed_and_right([program], [compiled])
+
+
+def test_the_build_jobs_setting_is_read_in_one_place(monkeypatch):
+    assert build_executor("") is None and build_executor("serial") is None
+    pool = build_executor("process:2")
+    assert isinstance(pool, ProcessPoolExecutor) and pool._max_workers == 2
+    pool.shutdown()
+    monkeypatch.setenv(BUILD_JOBS_VARIABLE, "threads:4")
+    with pytest.raises(ValueError, match="STENCILFORGE_BUILD_JOBS='threads:4'"):
+        build_executor()
+    with pytest.raises(ValueError, match="at least|>= 1"):
+        build_executor("process:0")
+
+
+def test_importing_stencilforge_starts_no_process():
+    import subprocess  # noqa: PLC0415
+
+    probe = ("import multiprocessing, pipeline, backends\n"
+             "print(len(multiprocessing.active_children()))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "0"
+
+
+# --------------------------------------------------------------------------- Dask
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None)
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.requires_dask
+def test_compile_many_on_a_dask_local_cluster(tmp_path, make_programs, dask_cluster):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    programs = make_programs(4, private_backend(tmp_path, compiler))
+    jobs = [(p, arguments()) for p in programs] * 2  # asked twice: still built once each
+    compiled = compile_many(jobs, executor=dask_cluster.get_executor(), progress=False)
+    check_installed_and_right(programs, compiled[:4])
+    assert compiler.compiles == 4
