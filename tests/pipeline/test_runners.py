@@ -237,3 +237,47 @@ def test_compile_many_on_a_dask_local_cluster(tmp_path, make_programs, dask_clus
     compiled = compile_many(jobs, executor=dask_cluster.get_executor(), progress=False)
     check_installed_and_right(programs, compiled[:4])
     assert compiler.compiles == 4
+
+
+@pytest.mark.requires_dask
+def test_a_dask_worker_killed_mid_build_is_replaced_and_its_task_run_again(
+    tmp_path, make_programs, monkeypatch
+):
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    distributed = pytest.importorskip("distributed")
+    compiler = CompilerWrapper(tmp_path / "cc")
+    # Workers started from here inherit it: every build waits 3 s after it starts.
+    monkeypatch.setenv("SF_TEST_CC_BEFORE", "3")
+    (program,) = make_programs(1, private_backend(tmp_path, compiler))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        outcome: dict[str, object] = {}
+
+        def compile_it():
+            try:
+                outcome["compiled"] = compile_many([(program, arguments())],
+                                                   executor=client.get_executor(),
+                                                   progress=False)
+            except BaseException as error:  # reported below
+                outcome["error"] = error
+
+        thread = threading.Thread(target=compile_it)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not compiler.marker("compile-started").exists():
+            assert time.monotonic() < deadline, "the build never started"
+            time.sleep(0.05)
+        busy = [address for address, tasks in client.processing().items() if tasks]
+        (address,) = busy
+        pid = client.run(os.getpid, workers=[address])[address]
+        os.kill(pid, signal.SIGKILL)
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "compile_many hung after a worker died"
+    assert "error" not in outcome, outcome.get("error")
+    assert compiler.compiles == 2  # the killed build, then the re-run
+    check_installed_and_right([program], outcome["compiled"])
