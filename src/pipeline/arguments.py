@@ -10,6 +10,7 @@ backend reports the same message.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,14 @@ from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DomainError
 from pipeline.ir.nodes import ProgramIR, Stencil
 
-__all__ = ["ArgumentChecker", "bind_arguments", "dtype_name", "overlap_pairs", "resolve_domain"]
+__all__ = [
+    "ArgumentChecker",
+    "bind_arguments",
+    "dtype_name",
+    "overlap_pairs",
+    "owner_bounds",
+    "resolve_domain",
+]
 
 
 def dtype_name(dtype: object) -> str:
@@ -149,8 +157,15 @@ class ArgumentChecker:
         device_type: DeviceType,
         namespace: object,
     ) -> None:
-        shape = getattr(value, "shape", None)
-        dtype = getattr(value, "dtype", None)
+        refusal = _refused_array_type(value)
+        if refusal is not None:
+            raise ArgumentError(f"argument {name!r} of {program}() {refusal}")
+        if isinstance(value, np.ndarray):
+            # What the memory really holds: a subclass may override these properties.
+            shape, dtype = np.ndarray.shape.__get__(value), np.ndarray.dtype.__get__(value)
+        else:
+            shape = getattr(value, "shape", None)
+            dtype = getattr(value, "dtype", None)
         if shape is None or dtype is None or isinstance(value, np.generic):
             raise ArgumentError(
                 f"argument {name!r} of {program}() must be an array for {expected}; got "
@@ -282,13 +297,14 @@ def _check_scalar(program: str, name: str, dtype: np.dtype[Any], value: object) 
         if not isinstance(value, bool | np.bool_):
             problem = "a bool"
     elif dtype.kind in "iu":
-        if not isinstance(value, int | np.integer):
+        # One rule for Python's and NumPy's bools: wherever a number goes, either is 0 or 1.
+        if not isinstance(value, int | np.integer | np.bool_):
             problem = "an integer"
         else:
             info = np.iinfo(dtype)
             if not info.min <= int(value) <= info.max:
                 problem = f"an integer in [{info.min}, {info.max}]"
-    elif not isinstance(value, int | float | np.integer | np.floating):
+    elif not isinstance(value, int | float | np.integer | np.floating | np.bool_):
         problem = "a real number"
     else:
         try:
@@ -305,10 +321,81 @@ def _check_scalar(program: str, name: str, dtype: np.dtype[Any], value: object) 
         )
 
 
+def _refused_array_type(value: object) -> str | None:
+    """ndarray subclasses with their own operator semantics are refused on every backend."""
+    if type(value) is np.ndarray or not isinstance(value, np.ndarray):
+        return None
+    if isinstance(value, np.matrix):
+        return (
+            "is a numpy.matrix, whose operators are matrix algebra, not elementwise; pass "
+            "numpy.asarray(x)"
+        )
+    masked = sys.modules.get("numpy.ma")  # not imported: no masked array can exist
+    if masked is not None and isinstance(value, masked.MaskedArray):
+        return (
+            "is a numpy.ma.MaskedArray: programs do not propagate masks, so its masked values "
+            "would be computed with; pass x.filled(value) or numpy.ma.getdata(x)"
+        )
+    return None
+
+
+_MAX_BASE_CHAIN = 64
+
+
+def owner_bounds(array: np.ndarray[Any, Any]) -> tuple[int, int] | None:
+    """The byte range ``[start, stop)`` of the buffer that owns ``array``'s memory.
+
+    Walks the base chain: an ndarray that owns its data, or the first object that exports a
+    buffer (``bytes``, ``mmap``, ...); objects with a ``base`` of their own (the helper
+    ``as_strided`` puts in between) are followed. ``None``: no owner can be found, so the
+    array's bounds cannot be checked. The native checks of c_cpu walk the same chain.
+    """
+    current: object = array
+    for _ in range(_MAX_BASE_CHAIN):
+        if isinstance(current, np.ndarray):
+            if current.flags.owndata:
+                start = current.__array_interface__["data"][0]
+                return start, start + current.nbytes
+            if current.base is None:
+                return None
+            current = current.base
+            continue
+        try:
+            view = memoryview(current)  # type: ignore[arg-type]
+        except TypeError:  # exports no buffer: follow its base, if it has one
+            current = getattr(current, "base", None)
+            if current is None:
+                return None
+            continue
+        except (ValueError, BufferError):  # a buffer it cannot export now (a closed mmap)
+            return None
+        with view:
+            if view.nbytes == 0:
+                return 0, 0
+            start = np.frombuffer(view.cast("B"), np.uint8).__array_interface__["data"][0]
+            return start, start + view.nbytes
+    return None
+
+
+def _self_overlaps(array: np.ndarray[Any, Any]) -> bool:
+    """Whether two indices of ``array`` may share an address (exact for strided layouts
+    whose strides, sorted, each exceed the span of the smaller ones; conservative else)."""
+    axes = sorted(
+        (abs(s), n) for s, n in zip(array.strides, array.shape, strict=True) if n > 1
+    )
+    span = array.itemsize
+    for stride, size in axes:
+        if stride < span:
+            return True
+        span = stride * (size - 1) + span
+    return False
+
+
 def _check_numpy_layout(
     program: str, name: str, array: np.ndarray[Any, Any], written: bool
 ) -> None:
-    """What native code needs of an array's memory: native order, alignment, whole elements."""
+    """What native code needs of an array's memory: native order, alignment, whole elements,
+    a view inside the buffer that owns it, and (written) no element on another's address."""
     problem = None
     if not array.dtype.isnative:
         problem = "is not in native byte order (use .astype(its dtype.newbyteorder('=')))"
@@ -324,8 +411,46 @@ def _check_numpy_layout(
         and any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))
     ):
         problem = "is written by the program but is a broadcast view (stride 0); pass a real array"
+    elif array.size > 0:
+        problem = _memory_problem(array, written)
     if problem is not None:
         raise ArgumentError(f"argument {name!r} of {program}() {problem}")
+
+
+def _memory_problem(array: np.ndarray[Any, Any], written: bool) -> str | None:
+    owner = owner_bounds(array)
+    if owner is None:
+        return (
+            "does not say which buffer owns its memory (it owns no data and has no base), "
+            "so its bounds cannot be checked; copy it with numpy.array(...)"
+        )
+    low, high = _byte_bounds(array)
+    if low < owner[0] or high > owner[1]:
+        return (
+            f"claims memory it does not have: its shape {array.shape} and strides "
+            f"{array.strides} reach bytes {low - owner[0]} to {high - owner[0]} of a buffer of "
+            f"{owner[1] - owner[0]} bytes (a view made with as_strided?); pass an array that "
+            "lies inside its buffer"
+        )
+    if written and _self_overlaps(array):
+        return (
+            f"is written by the program but its elements overlap (shape {array.shape}, strides "
+            f"{array.strides}: two indices share an address), so results would depend on the "
+            "order of evaluation; pass a real array (numpy.ascontiguousarray)"
+        )
+    return None
+
+
+def _byte_bounds(array: np.ndarray[Any, Any]) -> tuple[int, int]:
+    start = array.__array_interface__["data"][0]
+    low = high = start
+    for size, stride in zip(array.shape, array.strides, strict=True):
+        reach = (size - 1) * stride
+        if reach < 0:
+            low += reach
+        else:
+            high += reach
+    return low, high + array.itemsize
 
 
 def _describe(value: object) -> str:

@@ -1,7 +1,8 @@
 """The CPython extension wrapper around the generated stencils.
 
 One module per program, with one ``METH_FASTCALL`` function ``run(*args)``. It checks every
-argument natively (array type, rank, dtype, byte order, alignment, writability, strides, the
+argument natively (array type, rank, dtype, byte order, alignment, writability, strides, that
+the view lies inside the buffer that owns it and, written, does not overlap itself, the
 domain of each stencil against every input's extent, and that no output overlaps another
 argument of its stencil) and returns ``NotImplemented`` without touching memory when any
 check fails; the Python loader then runs the shared ``ArgumentChecker`` to raise the precise
@@ -42,16 +43,98 @@ static inline void sf_resolve(int64_t n, int has_start, int64_t start, int has_s
     *lo = a; *hi = b > a ? b : a;
 }
 
-static inline void sf_bounds(const char* base, int nd, const int64_t* n, const int64_t* s,
-                             int64_t itemsize, const char** first, const char** last) {
-    /* The lowest and one-past-highest byte an array touches (empty arrays touch nothing). */
-    const char* lo = base; const char* hi = base;
+static inline int sf_bounds(const char* base, int nd, const int64_t* n, const int64_t* s,
+                            int64_t itemsize, const char** first, const char** last) {
+    /* The lowest and one-past-highest byte an array touches (empty arrays touch nothing).
+       Returns -1 when the reach overflows 64 bits: such a view claims memory no buffer has. */
+    int64_t lo = 0, hi = 0;
+    *first = base; *last = base;
+    for (int d = 0; d < nd; ++d) if (n[d] == 0) return 0;
     for (int d = 0; d < nd; ++d) {
-        if (n[d] == 0) { *first = base; *last = base; return; }
-        int64_t reach = (n[d] - 1) * s[d] * itemsize;
-        if (reach < 0) lo += reach; else hi += reach;
+        int64_t reach;
+        if (__builtin_mul_overflow(n[d] - 1, s[d], &reach) ||
+            __builtin_mul_overflow(reach, itemsize, &reach)) return -1;
+        if (reach < 0 ? __builtin_add_overflow(lo, reach, &lo)
+                      : __builtin_add_overflow(hi, reach, &hi)) return -1;
     }
-    *first = lo; *last = hi + itemsize;
+    *first = base + lo; *last = base + hi + itemsize;
+    return 0;
+}
+
+static int sf_inside_owner(PyArrayObject* array, const char* v0, const char* v1) {
+    /* Whether [v0, v1) lies inside the buffer that owns the array's memory: the first array
+       of its base chain that owns its data, or the first object that exports a buffer;
+       objects with a `base` of their own are followed. The same walk as owner_bounds(). */
+    PyObject* current = (PyObject*)array;
+    PyObject* held = NULL;  /* a reference we own, from getattr */
+    int inside = 0;
+    for (int depth = 0; depth < 64 && current != NULL; ++depth) {
+        if (PyArray_Check(current)) {
+            PyArrayObject* a = (PyArrayObject*)current;
+            if (PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA)) {
+                const char* start = (const char*)PyArray_DATA(a);
+                inside = v0 >= start && v1 <= start + PyArray_NBYTES(a);
+                break;
+            }
+            current = PyArray_BASE(a);
+            continue;
+        }
+        if (PyObject_CheckBuffer(current)) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(current, &view, PyBUF_SIMPLE) != 0) { PyErr_Clear(); break; }
+            const char* start = (const char*)view.buf;
+            inside = v0 >= start && v1 <= start + view.len;
+            PyBuffer_Release(&view);
+            break;
+        }
+        PyObject* base = PyObject_GetAttrString(current, "base");
+        if (base == NULL) { PyErr_Clear(); break; }
+        Py_XDECREF(held);
+        held = base;
+        current = base == Py_None ? NULL : base;
+    }
+    Py_XDECREF(held);
+    return inside;
+}
+
+static int sf_refused_subclass(PyObject* object) {
+    /* numpy.matrix and numpy.ma.MaskedArray are refused, as by the Python checks: their
+       operators are not elementwise. Only subclasses get here; an unimported module's class
+       cannot have instances. */
+    static const char* const names[2][2] = {{"numpy", "matrix"}, {"numpy.ma", "MaskedArray"}};
+    PyObject* modules = PyImport_GetModuleDict();
+    for (int i = 0; i < 2; ++i) {
+        PyObject* module = PyDict_GetItemString(modules, names[i][0]);
+        if (module == NULL) continue;
+        PyObject* type = PyObject_GetAttrString(module, names[i][1]);
+        if (type == NULL) { PyErr_Clear(); continue; }
+        int refused = PyObject_IsInstance(object, type);
+        Py_DECREF(type);
+        if (refused < 0) { PyErr_Clear(); return 1; }
+        if (refused) return 1;
+    }
+    return 0;
+}
+
+static int sf_self_overlaps(int nd, const int64_t* n, const int64_t* s) {
+    /* Whether two indices may share an address: the strides (in elements), sorted, must each
+       reach past the span of the smaller ones (exact for strided layouts, else conservative).
+       Called after sf_bounds succeeded, so no product here overflows. */
+    int64_t stride[32], size[32];
+    int m = 0;
+    for (int d = 0; d < nd && m < 32; ++d) {
+        if (n[d] <= 1) continue;
+        int64_t value = s[d] < 0 ? -s[d] : s[d];
+        int k = m++;
+        while (k > 0 && stride[k - 1] > value) { stride[k] = stride[k - 1]; size[k] = size[k - 1]; --k; }
+        stride[k] = value; size[k] = n[d];
+    }
+    int64_t span = 1;
+    for (int k = 0; k < m; ++k) {
+        if (stride[k] < span) return 1;
+        span += stride[k] * (size[k] - 1);
+    }
+    return 0;
 }
 
 static inline int sf_overlap(const char* a0, const char* a1, const char* b0, const char* b1) {
@@ -87,6 +170,8 @@ def _parse_field(index: int, name: str, field: FieldType, writable: bool, unit: 
         checks.append("!PyArray_ISWRITEABLE(arr)")
     lines = [
         f"    if (!PyArray_Check(args[{index}])) Py_RETURN_NOTIMPLEMENTED;",
+        f"    if (!PyArray_CheckExact(args[{index}]) && sf_refused_subclass(args[{index}])) Py_RETURN_NOTIMPLEMENTED;",
+        f"    const char *b0_{name}, *b1_{name};",
         "    {",
         f"        PyArrayObject* arr = (PyArrayObject*)args[{index}];",
         f"        if ({' || '.join(checks)}) Py_RETURN_NOTIMPLEMENTED;",
@@ -105,6 +190,17 @@ def _parse_field(index: int, name: str, field: FieldType, writable: bool, unit: 
     if unit:
         lines.append(
             f"        if (a.n_{name}[{rank - 1}] > 1 && a.s_{name}[{rank - 1}] != 1) Py_RETURN_NOTIMPLEMENTED;"
+        )
+    # The memory the view claims must be its owner's; a written view must not overlap itself.
+    lines.append(
+        f"        if (sf_bounds(a.p_{name}, {rank}, a.n_{name}, a.s_{name}, {itemsize}, &b0_{name}, &b1_{name}) != 0) Py_RETURN_NOTIMPLEMENTED;"
+    )
+    lines.append(
+        f"        if (b1_{name} > b0_{name} && !sf_inside_owner(arr, b0_{name}, b1_{name})) Py_RETURN_NOTIMPLEMENTED;"
+    )
+    if writable:
+        lines.append(
+            f"        if (b1_{name} > b0_{name} && sf_self_overlaps({rank}, a.n_{name}, a.s_{name})) Py_RETURN_NOTIMPLEMENTED;"
         )
     lines.append("    }")
     return lines
@@ -247,13 +343,7 @@ def _bindings(
             out += _parse_scalar(index, param.name, param.type)
     for param in program.params:
         if isinstance(param.type, FieldType):
-            rank = len(param.type.dims)
-            itemsize = np.dtype(param.type.dtype).itemsize
-            out.append(f"    const char *b0_{param.name}, *b1_{param.name};")
-            out.append(
-                f"    sf_bounds(a.p_{param.name}, {rank}, a.n_{param.name}, a.s_{param.name}, {itemsize}, "
-                f"&b0_{param.name}, &b1_{param.name}); (void)b0_{param.name}; (void)b1_{param.name};"
-            )
+            out.append(f"    (void)b0_{param.name}; (void)b1_{param.name};")
     for index, (stencil, code) in enumerate(stencils):
         out.append(f"    int run{index} = 0;")
         out += _stencil_checks(program, stencil, code, index)
