@@ -111,3 +111,30 @@ def test_views_that_claim_memory_they_do_not_have_are_refused(backend, tmp_path)
     assert "argument 'inp' of lap() claims memory it does not have" in (
         results["input claiming too much"][1])
     assert "claims memory" in results["input reaching past its buffer"][1]
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["c_cpu", "embedded_numpy", pytest.param("dace_cpu", marks=pytest.mark.requires_dace),
+     "numpy_source"],
+)
+def test_interleaved_arrays_that_share_no_element_run_and_sharing_ones_are_refused(backend):
+    import numpy as np  # noqa: PLC0415
+
+    sys.path.insert(0, str(_HERE.parents[1] / "examples"))
+    import backends  # noqa: PLC0415
+    from c_programs import stencils  # noqa: PLC0415
+    from numpy_source_backend import numpy_source  # noqa: PLC0415
+
+    from pipeline import ArgumentError  # noqa: PLC0415
+
+    chosen = numpy_source if backend == "numpy_source" else getattr(backends, backend)
+    program = stencils.lap.with_backend(chosen)
+    buffer = np.random.default_rng(8).uniform(-1, 1, (11, 9, 14))
+    inp, out = buffer[:, :, ::2], buffer[:, :, 1::2]  # one byte range, no common element
+    expected = out.copy()
+    stencils.lap_reference(inp.copy(), expected)
+    program(inp, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+    with pytest.raises(ArgumentError, match="output 'out' of 'laplacian' shares memory"):
+        program(buffer[:, :, 1:8], buffer[:, :, 0:7])

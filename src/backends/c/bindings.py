@@ -282,7 +282,7 @@ def _stencil_checks(
     # No output may overlap another field argument its stencil reads or writes.
     for out, other in overlap_pairs(stencil):
         lines.append(
-            f"            if (sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;"
+            f"            if (check_overlaps && sf_overlap(b0_{out}, b1_{out}, b0_{other}, b1_{other})) Py_RETURN_NOTIMPLEMENTED;"
         )
     lines.append("        }")
     lines.append("    }")
@@ -326,8 +326,12 @@ def _bindings(
         *(f"{code.signature};" for _, code in stencils),
         _HELPERS,
     ]
-    out.append("static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {")
-    out.append("    (void)self;")
+    # check_overlaps = 0 only through run_disjoint, which Python calls after proving with
+    # numpy.shares_memory that outputs whose byte ranges interleave share no element.
+    out.append(
+        "static PyObject* sf_call(PyObject* const* args, Py_ssize_t nargs, int check_overlaps) {"
+    )
+    out.append("    (void)check_overlaps;")
     out.append(f"    if (nargs != {len(program.params)}) Py_RETURN_NOTIMPLEMENTED;")
     out.append("    sf_args a;")
     for index, param in enumerate(program.params):
@@ -358,9 +362,21 @@ def _bindings(
     out.append("    Py_RETURN_NONE;")
     out.append("}")
     out.append(f'''
+static PyObject* sf_run(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {{
+    (void)self;
+    return sf_call(args, nargs, 1);
+}}
+
+static PyObject* sf_run_disjoint(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {{
+    (void)self;
+    return sf_call(args, nargs, 0);
+}}
+
 static PyMethodDef sf_methods[] = {{
     {{"run", (PyCFunction)(void (*)(void))sf_run, METH_FASTCALL,
      "run(*args): run the program, or return NotImplemented if any argument fails a check."}},
+    {{"run_disjoint", (PyCFunction)(void (*)(void))sf_run_disjoint, METH_FASTCALL,
+     "run(*args) for arguments whose interleaved byte ranges were shown to share no element."}},
     {{NULL, NULL, 0, NULL}}
 }};
 

@@ -24,17 +24,20 @@ class CompiledProgram:
 
     ``fast_entry(*args)`` is the native function: it checks every argument and runs, or
     returns ``NotImplemented`` without touching memory. Calling the object runs arguments the
-    dispatcher's checks accepted: NumPy scalars, which the native checks refuse, are passed
-    as Python numbers.
+    dispatcher's checks accepted, through the native ``run_disjoint``: the same checks but for
+    the byte-range overlap test, which the Python checks settled exactly (interleaved arrays
+    that share no element run). NumPy scalars, which the native checks refuse, are passed as
+    Python numbers.
     """
 
     fast_entry: Callable[..., Any]
+    checked_entry: Callable[..., Any]
     name: str
     path: str
 
     def __call__(self, *args: Any) -> None:
         normalized = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
-        if self.fast_entry(*normalized) is NotImplemented:
+        if self.checked_entry(*normalized) is NotImplemented:
             raise RuntimeError(
                 f"internal error: the native code of {self.name}() refused arguments "
                 "that the Python checks accept; please report this with the argument shapes, "
@@ -63,4 +66,6 @@ def load_extension(artifact: CompiledArtifact, /) -> CompiledProgram:
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
-    return CompiledProgram(module.run, artifact.source.metadata.name, str(path))
+    return CompiledProgram(
+        module.run, module.run_disjoint, artifact.source.metadata.name, str(path)
+    )
