@@ -92,3 +92,15 @@ def test_compiled_backends_refuse_array_interface_objects_as_c_cpu_does(backend)
     inp, out = _lap_arrays()
     with pytest.raises(ArgumentError, match="must be a numpy.ndarray for this backend"):
         program(Interface(inp), out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_legal_huge_broadcast_input_costs_what_its_output_costs(backend):
+    program = stencils.lap.with_backend(_backend(backend))
+    small = np.random.default_rng(6).uniform(-1, 1, (1, 5, 4))
+    huge = np.broadcast_to(small, (2**40, 5, 4))  # 160 TiB of virtual elements
+    out = np.zeros((6, 5, 4))
+    program(huge, out)  # embedded_numpy raised MemoryError ("Unable to allocate 160. TiB")
+    expected = np.zeros_like(out)
+    stencils.lap_reference(np.broadcast_to(small, out.shape).copy(), expected)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)

@@ -7,13 +7,56 @@ from typing import Any
 import attrs
 
 from allocators import namespace_name
-from backends.embedded.fields import EmbeddedField, field_parameter
+from backends.embedded.fields import EmbeddedField, field_parameter, input_field
+from pipeline.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.source import with_captured_globals
 from pipeline.ir.nodes import ProgramIR
 from pipeline.stages import ProgramDefinition
 
 __all__ = ["EmbeddedExecutable"]
+
+
+def read_regions(ir: ProgramIR, args: tuple[Any, ...]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Per field the program only reads: the box (start, stop per axis) its stencils read.
+
+    The output domains plus each stencil's reach, unioned over the stencils. Embedded runs
+    compute on these boxes only, so they touch what compiled code touches: an input far
+    larger than the output (a huge broadcast view, say) costs what the output costs.
+    """
+    params = {p.name: (index, p.type) for index, p in enumerate(ir.params)}
+    written = {t.name for s in ir.stencils for t in s.outputs}
+    boxes: dict[str, list[tuple[int, int] | None]] = {}
+    for stencil in ir.stencils:
+        domain: dict[str, tuple[int, int]] = {}
+        for target in stencil.outputs:
+            index, target_type = params[target.name]
+            assert isinstance(target_type, FieldType)
+            bounds = resolve_domain(target.slices, args[index].shape)
+            domain.update(zip(target_type.dim_names, bounds, strict=True))
+        if any(stop <= start for start, stop in domain.values()):
+            continue  # an empty domain reads nothing
+        for extent in stencil.extents:
+            if extent.name in written:
+                continue
+            index, field_type = params[extent.name]
+            assert isinstance(field_type, FieldType)
+            shape = args[index].shape
+            box = boxes.setdefault(extent.name, [None] * len(shape))
+            for axis, bound in enumerate(extent.dims):
+                if bound.dim in domain:
+                    start, stop = domain[bound.dim]
+                    needed = (start + bound.lower, stop + bound.upper)
+                else:  # a dimension the outputs lack: the whole axis
+                    needed = (0, shape[axis])
+                old = box[axis]
+                box[axis] = needed if old is None else (min(old[0], needed[0]),
+                                                         max(old[1], needed[1]))
+    return {
+        name: tuple(b if b is not None else (0, args[params[name][0]].shape[axis])
+                    for axis, b in enumerate(box))
+        for name, box in boxes.items()
+    }
 
 
 def _is_functional(namespace: Any) -> bool:
@@ -41,9 +84,14 @@ class EmbeddedExecutable:
 
     def __call__(self, *args: Any) -> Any:
         functional = _is_functional(self.namespace)
+        regions = read_regions(self.ir, args)
         values: list[Any] = []
         for param, value in zip(self.ir.params, args, strict=True):
-            if isinstance(param.type, FieldType):
+            if param.name in regions:
+                assert isinstance(param.type, FieldType)
+                box = regions[param.name]
+                values.append(input_field(value, param.type.dim_names, box, self.namespace))
+            elif isinstance(param.type, FieldType):
                 values.append(
                     field_parameter(value, param.type.dim_names, self.namespace, functional)
                 )

@@ -18,7 +18,7 @@ import numpy as np
 from allocators import namespace_attribute
 from pipeline.dsl.types import Offset
 
-__all__ = ["EmbeddedField", "field_parameter"]
+__all__ = ["EmbeddedField", "field_parameter", "input_field"]
 
 Scalar = bool | int | float
 
@@ -411,3 +411,12 @@ def field_parameter(array: Any, dims: tuple[str, ...], ns: Any, functional: bool
     cell = _Cell(array, functional)
     index = tuple(slice(0, n) for n in array.shape)
     return EmbeddedField(None, dims, (0,) * len(dims), ns, cell, index)
+
+
+def input_field(
+    array: Any, dims: tuple[str, ...], box: tuple[tuple[int, int], ...], ns: Any
+) -> EmbeddedField:
+    """A read-only program parameter restricted to ``box`` (start, stop per axis), its origin
+    at the box's start: operations then compute over what the program reads, no more."""
+    view = array[tuple(slice(start, stop) for start, stop in box)]
+    return EmbeddedField(view, dims, tuple(start for start, _ in box), ns)
