@@ -9,8 +9,10 @@ default backend lazily.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from typing import Any, TypeVar, cast, overload
 
@@ -23,9 +25,24 @@ from pipeline.frontend.source import captured_values, with_captured_globals
 from pipeline.staged import Lowered
 from pipeline.stages import CompilableProgram, ProgramDefinition
 
-__all__ = ["FieldOperator", "Program", "field_operator", "program"]
+__all__ = ["FieldOperator", "Program", "evaluating_embedded", "field_operator", "program"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+# True while a definition runs embedded: a field operator called there is evaluated, also when
+# none of its arguments is a field (inner(a) of a scalar a), instead of asking for out=.
+_EMBEDDED_EVALUATION = contextvars.ContextVar("stencilforge_embedded_evaluation", default=False)
+
+
+@contextlib.contextmanager
+def evaluating_embedded() -> Iterator[None]:
+    """Mark the running code as an embedded evaluation of a definition (see above)."""
+    token = _EMBEDDED_EVALUATION.set(True)
+    try:
+        yield
+    finally:
+        _EMBEDDED_EVALUATION.reset(token)
 
 
 def _default_backend() -> DispatchBackend:
@@ -206,7 +223,9 @@ class FieldOperator(_Definition):
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None) -> Any:
         outputs = out if isinstance(out, tuple) else (out,)
-        if any(hasattr(a, "__dsl_builtin__") for a in (*args, *outputs)):
+        if _EMBEDDED_EVALUATION.get() or any(
+            hasattr(a, "__dsl_builtin__") for a in (*args, *outputs)
+        ):
             return self._evaluate_embedded(args, out)
         if out is None:
             raise TypeError(
@@ -221,7 +240,8 @@ class FieldOperator(_Definition):
             self._frozen.append(
                 with_captured_globals(definition.function, dict(definition.captured))
             )
-        result = self._frozen[0](*args)
+        with evaluating_embedded():
+            result = self._frozen[0](*args)
         if out is None:
             return result
         outputs = out if isinstance(out, tuple) else (out,)

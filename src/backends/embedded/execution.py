@@ -12,6 +12,7 @@ from pipeline.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.source import with_captured_globals
 from pipeline.ir.nodes import ProgramIR
+from pipeline.programs import evaluating_embedded
 from pipeline.stages import ProgramDefinition
 
 __all__ = ["EmbeddedExecutable"]
@@ -100,10 +101,11 @@ class EmbeddedExecutable:
                 values.append(self.namespace.asarray(bool(value), dtype=self.namespace.bool))
             else:
                 values.append(value.item() if hasattr(value, "item") else value)
-        if self.definition.kind == "program":
-            self.function(*values)
-        else:
-            self._run_field_operator(values)
+        with evaluating_embedded():
+            if self.definition.kind == "program":
+                self.function(*values)
+            else:
+                self._run_field_operator(values)
         if not functional:
             return None
         written = {t.name for s in self.ir.stencils for t in s.outputs}
