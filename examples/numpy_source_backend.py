@@ -34,6 +34,7 @@ from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSour
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.step import shared_frontend
 from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, ProgramIR, Ref, Stencil, UnaryOp
+from pipeline.passes.traversal import map_children
 
 __all__ = ["PYTHON_SOURCE", "NumPyTranslation", "PythonArtifact", "load_python", "numpy_source"]
 
@@ -111,33 +112,16 @@ def _bounds(dim: str, axis: int) -> tuple[str, str]:
 
 def _inline(expr: Expr, locals_: dict[str, Expr]) -> Expr:
     """``expr`` with every read of a local replaced by the local's value, shifted."""
-    match expr:
-        case Ref(name=name, offsets=offsets) if name in locals_:
-            return _shift(locals_[name], offsets)
-        case UnaryOp(operand=operand):
-            return attrs.evolve(expr, operand=_inline(operand, locals_))
-        case BinaryOp(left=left, right=right):
-            return attrs.evolve(expr, left=_inline(left, locals_), right=_inline(right, locals_))
-        case Call(args=args):
-            return attrs.evolve(expr, args=tuple(_inline(a, locals_) for a in args))
-        case Cast(value=value):
-            return attrs.evolve(expr, value=_inline(value, locals_))
-    return expr
+    if isinstance(expr, Ref) and expr.name in locals_:
+        return _shift(locals_[expr.name], expr.offsets)
+    return map_children(expr, lambda child: _inline(child, locals_))
 
 
 def _shift(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
-    match expr:
-        case Ref():
-            return expr.shifted(offsets) if isinstance(expr.type, FieldType) else expr
-        case UnaryOp(operand=operand):
-            return attrs.evolve(expr, operand=_shift(operand, offsets))
-        case BinaryOp(left=left, right=right):
-            return attrs.evolve(expr, left=_shift(left, offsets), right=_shift(right, offsets))
-        case Call(args=args):
-            return attrs.evolve(expr, args=tuple(_shift(a, offsets) for a in args))
-        case Cast(value=value):
-            return attrs.evolve(expr, value=_shift(value, offsets))
-    return expr
+    """``expr`` read at ``offsets``: every field read moves (scalars do not)."""
+    if isinstance(expr, Ref):
+        return expr.shifted(offsets) if isinstance(expr.type, FieldType) else expr
+    return map_children(expr, lambda child: _shift(child, offsets))
 
 
 def _expression(
