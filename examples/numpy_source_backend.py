@@ -31,6 +31,7 @@ from allocators import DeviceType
 from backends import CompiledBackend
 from backends.cache import cache_directory
 from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSource, SourceFormat
+from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.step import shared_frontend
 from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, ProgramIR, Ref, Stencil, UnaryOp
@@ -45,7 +46,9 @@ _NUMPY_FUNCTIONS = {
     "cos": "np.cos", "tan": "np.tan", "arcsin": "np.arcsin", "arccos": "np.arccos",
     "arctan": "np.arctan", "sinh": "np.sinh", "cosh": "np.cosh", "tanh": "np.tanh",
     "floor": "np.floor", "ceil": "np.ceil", "minimum": "np.minimum", "maximum": "np.maximum",
-    "power": "np.power", "where": "np.where",
+    "power": "np.power", "where": "np.where", "arcsinh": "np.arcsinh", "arccosh": "np.arccosh",
+    "arctanh": "np.arctanh", "cbrt": "np.cbrt", "trunc": "np.trunc", "fmod": "np.fmod",
+    "isfinite": "np.isfinite", "isinf": "np.isinf", "isnan": "np.isnan", "gamma": "_gamma",
 }
 
 
@@ -141,7 +144,7 @@ def _expression(
             case BinaryOp(op=op, left=left, right=right):
                 return f"({emit(left)} {op} {emit(right)})"
             case Call(function=function, args=args):
-                if function in {"floor", "ceil"} and args[0].type is not None and (
+                if function in {"floor", "ceil", "trunc"} and args[0].type is not None and (
                     args[0].type.dtype.kind in "iu"
                 ):
                     return emit(args[0])  # integers stay integers (NumPy would give float64)
@@ -216,6 +219,13 @@ class PythonCompilation:
 # --------------------------------------------------------------------------- loading
 
 
+def _gamma(values: Any) -> Any:
+    """C's ``tgamma`` elementwise (NumPy has no gamma function)."""
+    values = np.asarray(values)
+    dtype = values.dtype if values.dtype.kind == "f" else np.dtype(np.float64)
+    return np.vectorize(scalar_gamma, otypes=[dtype])(values)
+
+
 def _domain(
     out: Any, slices: tuple[tuple[int | None, int | None], ...]
 ) -> tuple[tuple[int, int], ...]:
@@ -226,7 +236,7 @@ def _domain(
 def load_python(artifact: PythonArtifact, /) -> Callable[..., None]:
     """``PythonArtifact -> run(*args)``: the function, run with NumPy's warnings silenced (the
     DSL's integer division by zero gives 0, as in C, without a warning)."""
-    namespace: dict[str, Any] = {"np": np, "_domain": _domain}
+    namespace: dict[str, Any] = {"np": np, "_domain": _domain, "_gamma": _gamma}
     exec(marshal.loads(artifact.code), namespace)
     function = namespace[artifact.source.entry_point]
 

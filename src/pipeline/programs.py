@@ -221,27 +221,32 @@ class FieldOperator(_Definition):
 
     kind = "field_operator"
 
-    def __call__(self, *args: Any, out: Any = None, domain: Any = None) -> Any:
+    def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
         outputs = out if isinstance(out, tuple) else (out,)
         if _EMBEDDED_EVALUATION.get() or any(
-            hasattr(a, "__dsl_builtin__") for a in (*args, *outputs)
+            hasattr(a, "__dsl_builtin__") for a in (*args, *kwargs.values(), *outputs)
         ):
-            return self._evaluate_embedded(args, out)
+            return self._evaluate_embedded(args, kwargs, out)
         if out is None:
             raise TypeError(
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
                 "of arrays), and optionally domain=(slice, ...) for the output domain"
             )
-        return self._dispatcher.call(self._direct_definition(domain), (*args, *outputs))
+        definition = self._direct_definition(domain)
+        if kwargs:
+            params = self._dispatcher.frontend(definition).ir.params
+            names = [p.name for p in params if not p.name.startswith("__out")]
+            args = bind_arguments(self.name, names, args, kwargs)
+        return self._dispatcher.call(definition, (*args, *outputs))
 
-    def _evaluate_embedded(self, args: tuple[Any, ...], out: Any) -> Any:
+    def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
         if not self._frozen:
             definition = self.definition
             self._frozen.append(
                 with_captured_globals(definition.function, dict(definition.captured))
             )
         with evaluating_embedded():
-            result = self._frozen[0](*args)
+            result = self._frozen[0](*args, **kwargs)
         if out is None:
             return result
         outputs = out if isinstance(out, tuple) else (out,)

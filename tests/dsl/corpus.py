@@ -1985,3 +1985,219 @@ def check_corpus() -> None:
         for name in case.outputs:
             assert args[name].dtype == before[name].dtype, case.name
             assert not np.array_equal(args[name], before[name]), f"{case.name}: {name} unwritten"
+
+
+# =========================================================================== more builtins
+# Grouped into tuple results: one build per backend for each group.
+
+from pipeline import (  # noqa: E402  (the section's own names)
+    arccosh,
+    arcsinh,
+    arctanh,
+    cbrt,
+    fmod,
+    gamma,
+    isfinite,
+    isinf,
+    isnan,
+    trunc,
+)
+
+
+@field_operator
+def float_builtins(a: IJK, b: IJK, c: IJK) -> tuple[IJK, IJK, IJK, IJK, IJK, IJK, IJK]:
+    return arcsinh(a), arccosh(b), arctanh(a * 0.9), cbrt(a), trunc(a * 3.0), gamma(c), fmod(
+        a * 5.0, b)
+
+
+@program
+def float_builtins_program(a: IJK, b: IJK, c: IJK, o1: IJK, o2: IJK, o3: IJK, o4: IJK,
+                           o5: IJK, o6: IJK, o7: IJK):
+    float_builtins(a, b, c, out=(o1[1:, :-1, :], o2[1:, :-1, :], o3[1:, :-1, :],
+                                 o4[1:, :-1, :], o5[1:, :-1, :], o6[1:, :-1, :],
+                                 o7[1:, :-1, :]))
+
+
+def float_builtins_reference(a, b, c, o1, o2, o3, o4, o5, o6, o7):
+    import math
+    d = dom(o1.shape, BUILTIN_SLICE)
+    av, bv, cv = at(a, d), at(b, d), at(c, d)
+    o1[d], o2[d], o3[d] = np.arcsinh(av), np.arccosh(bv), np.arctanh(av * 0.9)
+    o4[d], o5[d] = np.cbrt(av), np.trunc(av * 3.0)
+    o6[d] = np.vectorize(math.gamma)(cv)
+    o7[d] = np.fmod(av * 5.0, bv)
+
+
+add("builtins_float_group", float_builtins_program,
+    arguments(a=F(-1, 1), b=F(1.0, 3.0), c=F(-3.7, 4.5), **{f"o{n}": OUT() for n in range(1, 8)}),
+    float_builtins_reference, outputs=tuple(f"o{n}" for n in range(1, 8)), rtol=1e-10)
+
+
+def with_specials(rng: np.random.Generator) -> np.ndarray:
+    """Floats where about a third of the points are inf, -inf or NaN."""
+    values = floats(rng)
+    choice = rng.integers(0, 9, SHAPE)
+    values[choice == 0] = np.inf
+    values[choice == 1] = -np.inf
+    values[choice == 2] = np.nan
+    return values
+
+
+@field_operator
+def predicates(a: IJK, n: IJKi32) -> tuple[IJKb, IJKb, IJKb, IJKb, IJKb]:
+    return isfinite(a), isinf(a), isnan(a), isfinite(n) & ~isinf(n), isnan(n)
+
+
+@program
+def predicates_program(a: IJK, n: IJKi32, o1: IJKb, o2: IJKb, o3: IJKb, o4: IJKb, o5: IJKb):
+    predicates(a, n, out=(o1[1:, :-1, :], o2[1:, :-1, :], o3[1:, :-1, :], o4[1:, :-1, :],
+                          o5[1:, :-1, :]))
+
+
+def predicates_reference(a, n, o1, o2, o3, o4, o5):
+    d = dom(o1.shape, BUILTIN_SLICE)
+    o1[d], o2[d], o3[d] = np.isfinite(at(a, d)), np.isinf(at(a, d)), np.isnan(at(a, d))
+    o4[d], o5[d] = True, False
+
+
+add("builtins_predicates", predicates_program,
+    arguments(a=with_specials, n=lambda rng: ints(rng),
+              **{f"o{n}": OUT(np.bool_) for n in range(1, 6)}),
+    predicates_reference, outputs=tuple(f"o{n}" for n in range(1, 6)))
+
+
+@field_operator
+def int_builtins(a: IJKi32, b: IJKi32) -> tuple[IJKi32, IJKi32, IJK]:
+    return fmod(a, b), trunc(a), cbrt(a)
+
+
+@program
+def int_builtins_program(a: IJKi32, b: IJKi32, o1: IJKi32, o2: IJKi32, o3: IJK):
+    int_builtins(a, b, out=(o1[1:, :-1, :], o2[1:, :-1, :], o3[1:, :-1, :]))
+
+
+def int_builtins_reference(a, b, o1, o2, o3):
+    d = dom(o1.shape, BUILTIN_SLICE)
+    o1[d], o2[d], o3[d] = np.fmod(at(a, d), at(b, d)), at(a, d), np.cbrt(at(a, d))
+
+
+add("builtins_int_fmod_trunc", int_builtins_program,
+    arguments(a=lambda rng: ints(rng, lo=-50, hi=50), b=nonzero_ints,
+              o1=OUT(np.int32), o2=OUT(np.int32), o3=OUT()),
+    int_builtins_reference, outputs=("o1", "o2", "o3"), rtol=1e-10)
+
+
+@field_operator
+def constructors(a: IJK, s: float64, n: int64) -> tuple[IJKi32, IJK32, IJKb, IJK]:
+    return int32(a * 10.0), float32(a), bool_(a > 0.0), a * float(n) + float64(int(s))
+
+
+@program
+def constructors_program(a: IJK, s: float64, n: int64, o1: IJKi32, o2: IJK32, o3: IJKb,
+                         o4: IJK):
+    constructors(a, s, n, out=(o1[1:, :-1, :], o2[1:, :-1, :], o3[1:, :-1, :],
+                               o4[1:, :-1, :]))
+
+
+def constructors_reference(a, s, n, o1, o2, o3, o4):
+    d = dom(o1.shape, BUILTIN_SLICE)
+    av = at(a, d)
+    o1[d], o2[d], o3[d] = (av * 10.0).astype(np.int32), av.astype(np.float32), av > 0.0
+    o4[d] = av * float(n) + float(int(s))
+
+
+add("type_constructors", constructors_program,
+    arguments(a=F(-3, 3), s=SCALAR(2.75), n=SCALAR(3), o1=OUT(np.int32), o2=OUT(np.float32),
+              o3=OUT(np.bool_), o4=OUT()),
+    constructors_reference, outputs=("o1", "o2", "o3", "o4"))
+
+
+# =========================================================================== 0-D fields
+
+Z32 = Field[[], int32]
+Ii32 = Field[[I], int32]
+
+
+@field_operator
+def increment_0d(a: Z32) -> Z32:
+    return a + 1
+
+
+@field_operator
+def broadcast_0d(a: Z32, b: Ii32) -> Ii32:
+    return a * b
+
+
+@program
+def zero_dim_program(a: Z32, b: Ii32, o0: Z32, o1: Ii32):
+    increment_0d(a, out=o0)
+    broadcast_0d(a, b, out=o1[1:])
+
+
+def zero_dim_reference(a, b, o0, o1):
+    o0[...] = a + 1
+    o1[1:] = a * b[1:]
+
+
+add("zero_dim_fields", zero_dim_program,
+    arguments(a=lambda rng: np.array(7, dtype=np.int32), b=lambda rng: ints(rng, (6,)),
+              o0=OUT(np.int32, ()), o1=OUT(np.int32, (6,))),
+    zero_dim_reference, outputs=("o0", "o1"))
+
+
+# =========================================================================== scalar control flow
+
+
+@field_operator
+def branchy(a: IJK, s: float64, flag: bool_) -> IJK:
+    x = a * 2.0
+    if flag:
+        y = x + s
+        if s > 1.0:
+            y = y * 10.0
+    elif s < 0.0:
+        y = -x
+    else:
+        y = x
+        x = x + 100.0
+    if s > 100.0:
+        return y
+    return y + x if s > 0.5 else y - x
+
+
+@program
+def branchy_program(a: IJK, s1: float64, s2: float64, s3: float64, flag: bool_,
+                    noflag: bool_, o1: IJK, o2: IJK, o3: IJK, o4: IJK):
+    branchy(a, s1, flag, out=o1[1:, :, :])
+    branchy(a, s=s2, flag=flag, out=o2[:, 1:, :])
+    branchy(flag=noflag, s=s3, a=a, out=o3[:, :, 1:])
+    branchy(a, s1, noflag, out=o4[:-1, :, :])
+
+
+def branchy_value(a, s, flag):
+    x = a * 2.0
+    if flag:
+        y = x + s
+        if s > 1.0:
+            y = y * 10.0
+    elif s < 0.0:
+        y = -x
+    else:
+        y = x
+        x = x + 100.0
+    if s > 100.0:
+        return y
+    return y + x if s > 0.5 else y - x
+
+
+def branchy_reference(a, s1, s2, s3, flag, noflag, o1, o2, o3, o4):
+    o1[1:, :, :] = branchy_value(a, s1, flag)[1:, :, :]
+    o2[:, 1:, :] = branchy_value(a, s2, flag)[:, 1:, :]
+    o3[:, :, 1:] = branchy_value(a, s3, not flag)[:, :, 1:]
+    o4[:-1, :, :] = branchy_value(a, s1, not flag)[:-1, :, :]
+
+
+add("if_statements_and_keywords", branchy_program,
+    arguments(a=F(), s1=SCALAR(2.0), s2=SCALAR(-1.0), s3=SCALAR(200.0), flag=SCALAR(True),
+              noflag=SCALAR(False), o1=OUT(), o2=OUT(), o3=OUT(), o4=OUT()),
+    branchy_reference, outputs=("o1", "o2", "o3", "o4"))

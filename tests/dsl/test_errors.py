@@ -26,6 +26,7 @@ from pipeline import (
     int32,
     metrics,
     program,
+    where,
 )
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
@@ -130,6 +131,37 @@ def identity_op(f: IJK) -> IJK:
     return f
 
 
+@field_operator
+def with_bool_of_field(f: IJK) -> IJK:
+    return where(bool(f), f, -f)  # E:bool-field
+
+
+@field_operator
+def with_unknown_keyword(f: IJK) -> IJK:
+    return identity_op(g=f)  # E:kw-unknown
+
+
+@field_operator
+def with_keyword_twice(f: IJK) -> IJK:
+    return identity_op(f, f=f)  # E:kw-twice
+
+
+@field_operator
+def with_one_branch_local(f: IJK, s: float64) -> IJK:
+    if s > 0.0:  # E:one-branch
+        y = f
+    return y  # noqa: F821
+
+
+@field_operator
+def with_one_branch_return(f: IJK, s: float64) -> IJK:
+    if s > 0.0:  # E:one-return
+        return f
+    else:
+        g = f
+    return g
+
+
 CASES = [
     (with_loop, DSLSyntaxError, "E:loop", r"`for` loops are not supported"),
     (with_attribute, DSLSyntaxError, "E:attribute", r"attribute access on fields"),
@@ -140,12 +172,17 @@ CASES = [
     (with_two_results, DSLTypeError, "E:outputs", r"returns 2 value\(s\) but its annotation declares 1"),
     (with_unannotated, DSLTypeError, "E:annotation", r"parameter 'f' has no type annotation"),
     (with_no_return_annotation, DSLTypeError, "E:return-annotation", r"has no return annotation"),
-    (with_if, DSLSyntaxError, "E:if", r"use where\(cond, a, b\)"),
+    (with_if, DSLTypeError, "E:if", r"condition is a field.*where\(cond, a, b\)"),
     (with_and, DSLSyntaxError, "E:and", r"use & and \|"),
-    (with_ternary, DSLSyntaxError, "E:ternary", r"use where\(c, a, b\)"),
+    (with_ternary, DSLTypeError, "E:ternary", r"choose on scalars only.*where\(cond, a, b\)"),
     (with_float_and, DSLTypeError, "E:bitand", r"& needs boolean operands, got float64"),
     (with_chained_compare, DSLSyntaxError, "E:chained", r"chained comparisons"),
     (with_wrong_result_dtype, DSLTypeError, "E:result-dtype", r"dtype int32 but the annotation says float64"),
+    (with_bool_of_field, DSLTypeError, "E:bool-field", r"bool\(\) converts scalars only.*astype"),
+    (with_unknown_keyword, DSLTypeError, "E:kw-unknown", r"identity_op\(\) has no parameter 'g'"),
+    (with_keyword_twice, DSLTypeError, "E:kw-twice", r"got argument 'f' twice"),
+    (with_one_branch_local, DSLSyntaxError, "E:one-branch", r"'y' is assigned in only one branch"),
+    (with_one_branch_return, DSLSyntaxError, "E:one-return", r"both branches .* return or neither"),
 ]
 
 

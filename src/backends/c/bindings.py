@@ -248,7 +248,9 @@ def _stencil_checks(
 ) -> list[str]:
     """Resolve the domain, check outputs agree, extents fit and nothing aliases; then run."""
     dims = code.iteration_dims
-    lines = [f"    int64_t lo{index}[{len(dims)}], hi{index}[{len(dims)}];", "    {"]
+    # (At least one slot: a 0-D stencil computes one point and its bounds are unused.)
+    slots = max(1, len(dims))
+    lines = [f"    int64_t lo{index}[{slots}], hi{index}[{slots}];", "    {"]
     lines.append("        int64_t l, h;")
     for position, target in enumerate(stencil.outputs):
         field = program.param(target.name).type
@@ -268,7 +270,7 @@ def _stencil_checks(
                     f"        if (lo{index}[{slot}] != l || hi{index}[{slot}] != h) Py_RETURN_NOTIMPLEMENTED;"
                 )
     empty = " || ".join(f"hi{index}[{i}] <= lo{index}[{i}]" for i in range(len(dims)))
-    lines.append(f"        run{index} = !({empty});")
+    lines.append(f"        run{index} = !({empty or '0'});")
     lines.append(f"        if (run{index}) {{")
     for extent in stencil.extents:
         for axis, bound in enumerate(extent.dims):

@@ -385,6 +385,25 @@ class _StencilGenerator:
         return lines
 
     def generate(self) -> StencilCode:
+        if not self.dims:
+            return self._generate_point()
+        return self._generate_loops()
+
+    def _generate_point(self) -> StencilCode:
+        """A 0-D stencil: one function computing the outputs' single point."""
+        name = f"sf_stencil_{self.index}"
+        signature = (
+            f'__attribute__((visibility("hidden"))) int {name}'
+            "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
+        )
+        body = ExpressionEmitter(self.read, "    ")
+        stores = self._store_outputs(body)
+        lines = [f"{signature} {{", "    (void)lo; (void)hi;", *self._unpack(), *body.lines]
+        lines += [f"    {store}" for store in stores]
+        lines += ["    return 0;", "}"]
+        return StencilCode(name, signature, "\n".join(lines), ())
+
+    def _generate_loops(self) -> StencilCode:
         """Two functions: ``<name>_tile`` computes one tile (temporaries, then outputs);
         ``<name>`` allocates the temporaries and hands out the tiles, on OpenMP threads when
         the domain is large enough. The tile body exists once, so the compiler optimizes
@@ -562,7 +581,7 @@ class _StencilGenerator:
                     if last and self.unit_stride.get(target.name, False)
                     else f"x_{dim} * s_{target.name}_{axis}"
                 )
-            stores.append(f"p_{target.name}[{' + '.join(terms)}] = {value};")
+            stores.append(f"p_{target.name}[{' + '.join(terms) or '0'}] = {value};")
         return stores
 
     def _unpack(self) -> list[str]:

@@ -57,10 +57,18 @@ _FLOAT_FUNCTIONS = {
     "sinh": "sinh",
     "cosh": "cosh",
     "tanh": "tanh",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "cbrt": "cbrt",
+    "gamma": "tgamma",
     "floor": "floor",
     "ceil": "ceil",
+    "trunc": "trunc",
     "abs": "fabs",
 }
+# Answers for integers, which are always finite.
+_INTEGER_PREDICATES = {"isfinite": 1, "isinf": 0, "isnan": 0}
 _COMPARISONS = {"==", "!=", "<", "<=", ">", ">="}
 
 
@@ -144,14 +152,21 @@ class ExpressionEmitter:
                 return self.let(ctype, f"{c} ? {x} : {y}")
             case Call(function=function, args=(a, b)):
                 x, y = self.typed(a, shift, dtype), self.typed(b, shift, dtype)
-                kind = {"minimum": "min", "maximum": "max", "power": "pow"}[function]
-                if kind == "pow" and dtype.kind == "f":
-                    return self.let(ctype, f"pow{'f' if dtype == float32 else ''}({x}, {y})")
+                kind = {"minimum": "min", "maximum": "max", "power": "pow", "fmod": "fmod"}[
+                    function
+                ]
+                if kind in {"pow", "fmod"} and dtype.kind == "f":
+                    return self.let(ctype, f"{kind}{'f' if dtype == float32 else ''}({x}, {y})")
                 return self.let(ctype, f"sf_{kind}_{_SUFFIX[dtype.name]}({x}, {y})")
+            case Call(function=function, args=(a,)) if function in _INTEGER_PREDICATES:
+                assert a.type is not None
+                if a.type.dtype.kind in "iu":
+                    return literal(bool(_INTEGER_PREDICATES[function]), bool_)
+                return self.let(ctype, f"(sf_bool)({function}({self.value(a, shift)}) != 0)")
             case Call(function=function, args=(a,)):
                 x = self.typed(a, shift, dtype)
                 if dtype.kind in "iu":
-                    if function in {"floor", "ceil"}:
+                    if function in {"floor", "ceil", "trunc"}:
                         return x
                     return self.let(ctype, f"sf_abs_{_SUFFIX[dtype.name]}({x})")
                 suffix = "f" if dtype == float32 else ""

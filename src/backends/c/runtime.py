@@ -32,6 +32,10 @@ static inline {t} sf_pow_{s}({t} a, {t} b) {{
     while (b) {{ if (b & 1) result *= base; base *= base; b >>= 1; }}
     return ({t})result;
 }}
+static inline {t} sf_fmod_{s}({t} a, {t} b) {{
+    if (b == 0 || b == -1) return 0;
+    return a % b;
+}}
 static inline {t} sf_min_{s}({t} a, {t} b) {{ return a < b ? a : b; }}
 static inline {t} sf_max_{s}({t} a, {t} b) {{ return a > b ? a : b; }}
 static inline {t} sf_abs_{s}({t} a) {{ return a < 0 ? ({t})(0u - ({u})a) : a; }}

@@ -185,10 +185,12 @@ class _Builder:
                 arg_names.append(naming.scalar(param.name))
                 continue
             rank = len(param.type.dims)
-            shape = [self.symbol(naming.size(param.name, a)) for a in range(rank)]
+            shape: list[Any] = [self.symbol(naming.size(param.name, a)) for a in range(rank)]
             strides: list[Any] = [self.symbol(naming.stride(param.name, a)) for a in range(rank)]
-            if self.unit_stride.get(param.name, False):
+            if self.unit_stride.get(param.name, False) and rank:
                 strides[-1] = 1
+            if not rank:  # a 0-D field: one element
+                shape, strides = [1], [1]
             self.sdfg.add_array(
                 naming.array(param.name),
                 shape,
@@ -343,7 +345,7 @@ class _StencilStates:
             }
             target = naming.temporary(k, name)
             base = {d: f"{self.lo[d]} + ({bounds[d][0]})" for d in self.dims}
-            index = self._subset(self.dims, {}, base, reach[self.dims[-1]])
+            index = self._subset(self.dims, {}, base, self._row(reach))
             self._map(
                 state,
                 f"s{k}_{tag}_{name}",
@@ -360,7 +362,7 @@ class _StencilStates:
         for position, output in enumerate(self.stencil.outputs):
             param = self.b.ir.param(output.name)
             assert isinstance(param.type, FieldType)
-            index = self._subset(param.type.dim_names, {}, {}, reach[self.dims[-1]])
+            index = self._subset(param.type.dim_names, {}, {}, self._row(reach))
             outputs[f"o_{position}"] = f"{naming.array(output.name)}[{index}]"
             elements[f"o_{position}"] = self._element(
                 f"o_{position}", output.name, param.type.dim_names
@@ -388,6 +390,10 @@ class _StencilStates:
             sdfg.add_edge(before, after, self.b.dace.InterstateEdge())
         return states[0], states[-1]
 
+    def _row(self, reach: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
+        """The span of the innermost iteration dimension (nothing, for a 0-D stencil)."""
+        return reach[self.dims[-1]] if self.dims else ("0", "1")
+
     def _subset(
         self,
         dims: Sequence[str],
@@ -398,6 +404,8 @@ class _StencilStates:
         """The memlet subset of an array over ``dims`` read at ``shift`` from a map point,
         relative to ``base`` (a transient's origin); in row mode the innermost iteration
         dimension spans the map's ``row``."""
+        if not dims:
+            return "0"
         inner = self.dims[-1]
         parts = []
         for d in dims:
@@ -412,10 +420,9 @@ class _StencilStates:
     def _element(self, connector: str, name: str, dims: Sequence[str]) -> str:
         """How the tasklet reads element ``k`` of a row connector (or the connector's value
         when the array has no innermost iteration dimension)."""
-        inner = self.dims[-1]
-        if not self.rows or inner not in dims:
+        if not self.rows or not self.dims or self.dims[-1] not in dims:
             return connector
-        axis = list(dims).index(inner)
+        axis = list(dims).index(self.dims[-1])
         if name in self.temporaries or (
             axis == len(dims) - 1 and self.b.unit_stride.get(name, False)
         ):
@@ -436,8 +443,7 @@ class _StencilStates:
         writing ``outputs`` (connector -> memlet); ``elements`` says how the tasklet names the
         element of each output connector it writes."""
         dace = self.b.dace
-        inner = self.dims[-1]
-        row = reach[inner]
+        row = self._row(reach)
         inputs: dict[str, str] = {}
         connectors: dict[tuple[str, Offsets], str] = {}
 
@@ -479,7 +485,8 @@ class _StencilStates:
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims[:-1]}
         else:
             lines = [*body.lines, *(f"{out} = {value};" for out, value, _ in stores)]
-            ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims}
+            # A 0-D stencil is a map over one point.
+            ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims} or {"x_": "0:1"}
         _, entry, _ = state.add_mapped_tasklet(
             label,
             ranges,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from allocators import namespace_attribute
+from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.types import Offset
 
 __all__ = ["EmbeddedField", "field_parameter", "input_field"]
@@ -152,7 +153,10 @@ class EmbeddedField:
                 lo, hi = bounds.get(d, (a, b))
                 bounds[d] = (max(lo, a), max(lo, a, min(hi, b)))
         arrays = [
-            o._restricted(bounds, dims) if isinstance(o, EmbeddedField) else o
+            o._restricted(bounds, dims)
+            if isinstance(o, EmbeddedField)
+            # A NumPy scalar (float64(x) of a number) is strong: a 0-d array of the namespace.
+            else (self.ns.asarray(o) if isinstance(o, np.generic) else o)
             for o in (self, *others)
         ]
         result = function(*arrays)
@@ -285,7 +289,7 @@ class EmbeddedField:
                 return ns.where(_as_array(ns, cond, None), a, b)
 
             return first._combine(others, where)
-        if name in {"minimum", "maximum", "power"}:
+        if name in {"minimum", "maximum", "power", "fmod"}:
 
             def binary(*values: Any) -> Any:
                 a, b = ordered(*values)
@@ -293,23 +297,58 @@ class EmbeddedField:
                 if name == "power":
                     return a**b
                 a, b = _as_array(ns, a, b), _as_array(ns, b, a)
+                if name == "fmod":
+                    return _fmod(ns, a, b)
                 return namespace_attribute(ns, name)(a, b)
 
             return first._combine(others, binary)
-        function = namespace_attribute(ns, _ARRAY_API_NAMES.get(name, name))
 
         def unary(a: Any) -> Any:
-            if _is_integer(a) and name in {"floor", "ceil", "abs"}:
+            if name in _PREDICATES:
+                if _is_integer(a):
+                    return ns.full(a.shape, name == "isfinite", dtype=ns.bool)
+                return namespace_attribute(ns, name)(a)
+            if _is_integer(a) and name in {"floor", "ceil", "trunc", "abs"}:
                 return a if name != "abs" else ns.abs(a)
             if _is_integer(a):
                 a = ns.astype(a, ns.float64)
-            return function(a)
+            if name == "gamma":
+                return _gamma(ns, a)
+            if name == "cbrt" and not hasattr(ns, "cbrt"):  # not in the array API
+                return ns.sign(a) * ns.abs(a) ** (1 / 3)
+            return namespace_attribute(ns, _ARRAY_API_NAMES.get(name, name))(a)
 
         return first._combine([], unary)
 
 
 # DSL (NumPy) names -> array-API standard names.
-_ARRAY_API_NAMES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "power": "pow"}
+_ARRAY_API_NAMES = {
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "arcsinh": "asinh",
+    "arccosh": "acosh",
+    "arctanh": "atanh",
+    "power": "pow",
+}
+_PREDICATES = frozenset({"isfinite", "isinf", "isnan"})
+
+
+def _fmod(ns: Any, a: Any, b: Any) -> Any:
+    """C's ``fmod`` (the sign of ``a``; integers by zero give 0, as in NumPy)."""
+    if hasattr(ns, "fmod"):
+        return ns.fmod(a, b)
+    # The array API has only the remainder with the sign of b: move it to a's side.
+    remainder = ns.remainder(a, b)
+    moved = (remainder != 0) & ((remainder < 0) != (a < 0))
+    return ns.where(moved, remainder - b, remainder)
+
+
+def _gamma(ns: Any, a: Any) -> Any:
+    """``tgamma`` elementwise: no array namespace has it, so it runs on the host."""
+    host = np.asarray(a)
+    values = np.vectorize(scalar_gamma, otypes=[host.dtype])(host)
+    return ns.asarray(values, dtype=a.dtype)
 
 
 def _is_scalar(value: Any) -> bool:

@@ -1,32 +1,55 @@
-"""The DSL's builtin functions: ``where``, ``astype`` and the math functions.
+"""The DSL's builtin functions: ``where``, ``astype``, the math functions and the dtypes.
 
 In a field operator the frontend recognizes these objects by identity and turns them into IR.
 When the definition runs embedded, they dispatch to the field objects passed in (anything with
 a ``__dsl_builtin__(name, args)`` method); on plain Python or NumPy scalars they compute with
 NumPy.
+
+The dtypes ``float64``, ``int32``, ... exported by ``pipeline`` are ``DType`` objects: NumPy
+takes them wherever it takes a dtype (``allocators.zeros(shape, float64)``), and in a field
+operator ``float64(x)`` converts, as ``astype(x, float64)`` does.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from pipeline.dsl import types
 from pipeline.dsl.types import as_dtype
 
 __all__ = [
     "BUILTIN_ARITY",
+    "PREDICATES",
+    "SCALAR_CHOICE",
+    "DType",
     "arccos",
+    "arccosh",
     "arcsin",
+    "arcsinh",
     "arctan",
+    "arctanh",
     "astype",
+    "bool_",
     "builtin_name",
+    "cbrt",
     "ceil",
     "cos",
     "cosh",
     "exp",
+    "float32",
+    "float64",
     "floor",
+    "fmod",
+    "gamma",
+    "int32",
+    "int64",
+    "isfinite",
+    "isinf",
+    "isnan",
     "log",
     "maximum",
     "minimum",
@@ -36,6 +59,7 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "trunc",
     "where",
 ]
 
@@ -55,13 +79,28 @@ BUILTIN_ARITY: dict[str, int] = {
     "sinh": 1,
     "cosh": 1,
     "tanh": 1,
+    "arcsinh": 1,
+    "arccosh": 1,
+    "arctanh": 1,
+    "cbrt": 1,
+    "gamma": 1,
     "floor": 1,
     "ceil": 1,
+    "trunc": 1,
+    "isfinite": 1,
+    "isinf": 1,
+    "isnan": 1,
     "minimum": 2,
     "maximum": 2,
     "power": 2,
+    "fmod": 2,
 }
 MATH_FUNCTIONS = frozenset(BUILTIN_ARITY) - {"where", "abs"}
+#: The frontend's choice on a scalar condition (``if`` statements, ``a if c else b``): typed
+#: like ``where``, with a scalar condition, and rewritten to ``where`` by the type pass.
+SCALAR_CHOICE = "__scalar_choice__"
+#: Builtins of one number that answer a question about it: boolean results.
+PREDICATES = frozenset({"isfinite", "isinf", "isnan"})
 
 
 def _dispatch(name: str, args: tuple[Any, ...]) -> Any:
@@ -69,7 +108,22 @@ def _dispatch(name: str, args: tuple[Any, ...]) -> Any:
         method = getattr(arg, "__dsl_builtin__", None)
         if method is not None:
             return method(name, args)
+    if name == "gamma":
+        return scalar_gamma(args[0])
     return getattr(np, name)(*args)
+
+
+def scalar_gamma(value: Any) -> Any:
+    """C's ``tgamma`` of one number, in its float dtype (NumPy has no gamma function)."""
+    dtype = value.dtype if isinstance(value, np.floating) else np.dtype(np.float64)
+    x = float(value)
+    try:
+        result = math.gamma(x)
+    except ValueError:  # a pole: 0 (signed infinity) or a negative integer (NaN)
+        result = math.copysign(math.inf, x) if x == 0 else math.nan
+    except OverflowError:
+        result = math.inf
+    return dtype.type(result)
 
 
 def _make(name: str) -> Callable[..., Any]:
@@ -99,11 +153,21 @@ arctan = _make("arctan")
 sinh = _make("sinh")
 cosh = _make("cosh")
 tanh = _make("tanh")
+arcsinh = _make("arcsinh")
+arccosh = _make("arccosh")
+arctanh = _make("arctanh")
+cbrt = _make("cbrt")
+gamma = _make("gamma")
 floor = _make("floor")
 ceil = _make("ceil")
+trunc = _make("trunc")
+isfinite = _make("isfinite")
+isinf = _make("isinf")
+isnan = _make("isnan")
 minimum = _make("minimum")
 maximum = _make("maximum")
 power = _make("power")
+fmod = _make("fmod")
 
 
 def astype(value: Any, dtype: Any) -> Any:
@@ -115,6 +179,56 @@ def astype(value: Any, dtype: Any) -> Any:
     if method is not None:
         return method("astype", (value, resolved))
     return resolved.type(value)
+
+
+class DType:
+    """A DSL dtype (``float64``, ``int32``, ...): a dtype to NumPy, a conversion in the DSL.
+
+    NumPy, CuPy and JAX take it wherever they take a dtype (it has a ``dtype`` attribute) and
+    it compares equal to the NumPy dtype it names. Called, ``float64(x)`` is
+    ``astype(x, float64)``: in a field operator on fields or scalars, elsewhere on numbers.
+    """
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype = dtype
+
+    def __call__(self, value: Any) -> Any:
+        return astype(value, self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if other is None:  # np.dtype(None) is float64
+            return False
+        try:
+            return bool(np.dtype(other) == self.dtype)  # type: ignore[call-overload]
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return self.dtype.name
+
+    @property
+    def name(self) -> str:
+        return self.dtype.name
+
+    @property
+    def kind(self) -> str:
+        return self.dtype.kind
+
+    @property
+    def type(self) -> type[Any]:
+        return self.dtype.type
+
+
+float32 = DType(types.float32)
+float64 = DType(types.float64)
+int32 = DType(types.int32)
+int64 = DType(types.int64)
+bool_ = DType(types.bool_)
 
 
 _BY_OBJECT: dict[int, str] = {
@@ -133,11 +247,21 @@ _BY_OBJECT: dict[int, str] = {
         sinh,
         cosh,
         tanh,
+        arcsinh,
+        arccosh,
+        arctanh,
+        cbrt,
+        gamma,
         floor,
         ceil,
+        trunc,
+        isfinite,
+        isinf,
+        isnan,
         minimum,
         maximum,
         power,
+        fmod,
     )
 }
 _BY_OBJECT[id(abs)] = "abs"

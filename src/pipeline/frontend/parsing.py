@@ -8,6 +8,7 @@ records calls of other field operators as ``OperatorCall`` nodes for the inlinin
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 import types
 import weakref
@@ -17,7 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from pipeline.dsl.builtins import BUILTIN_ARITY, builtin_name
+from pipeline.dsl.builtins import BUILTIN_ARITY, SCALAR_CHOICE, DType, builtin_name
 from pipeline.dsl.types import Dimension, FieldType, Offset, ScalarType, as_dtype
 from pipeline.errors import DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.frontend.source import FunctionSource, captured_values, function_source
@@ -67,7 +68,6 @@ _UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
     ast.For: "`for` loops are not supported in a field operator; write the computation on "
     "whole fields, with shifts like f(I + 1)",
     ast.While: "`while` loops are not supported in a field operator",
-    ast.If: "`if` statements are not supported in a field operator; use where(cond, a, b)",
     ast.With: "`with` is not supported in a field operator",
     ast.Try: "`try` is not supported in a field operator",
     ast.AugAssign: "augmented assignment (+=, ...) is not supported; write x = x + ...",
@@ -184,6 +184,10 @@ class _ExprParser:
         self.source = source
         self.params = params
         self.locals: set[str] = set()
+        # Inside a branch of an `if`, a local's current binding has a branch-private name.
+        self.renames: dict[str, str] = {}
+        self.branches = 0
+        self.private_names = 0
         self.captured = captured_values(function)
 
     def error(self, cls: type[DSLError], message: str, node: ast.AST) -> DSLError:
@@ -238,7 +242,7 @@ class _ExprParser:
                     return Literal(value, loc=loc)
                 raise self.error(DSLSyntaxError, f"literal {value!r} is not a number or bool", node)
             case ast.Name(id=name) if name in self.params or name in self.locals:
-                return Ref(name, loc=loc)
+                return Ref(self.renames.get(name, name), loc=loc)
             case ast.Name() | ast.Attribute():
                 return self._constant(self.resolve_constant(node), node)
             case ast.UnaryOp(op=ast.Not()):
@@ -269,11 +273,9 @@ class _ExprParser:
                     "`and`/`or` are not supported on fields; use & and | (with parentheses)",
                     node,
                 )
-            case ast.IfExp():
-                raise self.error(
-                    DSLSyntaxError,
-                    "conditional expressions are not supported; use where(c, a, b)",
-                    node,
+            case ast.IfExp(test=test, body=then, orelse=otherwise):
+                return Call(
+                    SCALAR_CHOICE, (self.expr(test), self.expr(then), self.expr(otherwise)), loc=loc
                 )
             case ast.Subscript():
                 raise self.error(
@@ -317,7 +319,8 @@ class _ExprParser:
                 raise self.error(
                     DSLTypeError, f"{callee.id!r} is a scalar and cannot be shifted", node
                 )
-            return shift_expr(Ref(callee.id, loc=self.source.location(callee)), self.offsets(node))
+            local = Ref(self.renames.get(callee.id, callee.id), loc=self.source.location(callee))
+            return shift_expr(local, self.offsets(node))
         value = (
             self.resolve_constant(callee)
             if isinstance(callee, ast.Name | ast.Attribute)
@@ -326,10 +329,19 @@ class _ExprParser:
         if value is _MISSING:
             # (expression)(I + 1): shift every read inside the expression.
             return shift_expr(self.expr(callee), self.offsets(node))
-        if node.keywords:
+        if node.keywords and not _is_field_operator(value):
             raise self.error(
-                DSLSyntaxError, "keyword arguments are not supported here", node.keywords[0]
+                DSLSyntaxError,
+                "keyword arguments are only supported in calls of field operators",
+                node.keywords[0],
             )
+        if isinstance(value, DType) or any(value is c for c in _PYTHON_CONSTRUCTORS):
+            if len(node.args) != 1:
+                raise self.error(DSLTypeError, f"{ast.unparse(callee)}() takes one value", node)
+            constructor = None if isinstance(value, DType) else getattr(value, "__name__", None)
+            dtype = value.dtype if isinstance(value, DType) else as_dtype(value)
+            assert dtype is not None
+            return Cast(self.expr(node.args[0]), dtype, constructor=constructor, loc=loc)
         name = builtin_name(value)
         if name == "astype":
             if len(node.args) != 2:
@@ -351,14 +363,8 @@ class _ExprParser:
             return Call(name, tuple(self.expr(a) for a in node.args), loc=loc)
         if _is_field_operator(value):
             operator = parse_field_operator(value.definition)  # type: ignore[attr-defined]
-            if len(node.args) != len(operator.params):
-                raise self.error(
-                    DSLTypeError,
-                    f"{operator.name}() takes {len(operator.params)} argument(s), "
-                    f"got {len(node.args)}",
-                    node,
-                )
-            return OperatorCall(operator, tuple(self.expr(a) for a in node.args), loc=loc)
+            arguments = call_arguments(node, operator, node.keywords, self.source)
+            return OperatorCall(operator, tuple(self.expr(a) for a in arguments), loc=loc)
         raise self.error(
             DSLTypeError,
             f"{ast.unparse(callee)!r} is not a field, a DSL builtin or a field operator, so it "
@@ -409,8 +415,53 @@ class _ExprParser:
         )
 
 
+def call_arguments(
+    node: ast.Call,
+    operator: FieldOperatorIR,
+    keywords: list[ast.keyword],
+    source: FunctionSource,
+) -> list[ast.expr]:
+    """The argument expressions of a call of ``operator``, in parameter order.
+
+    ``keywords`` are the call's keyword arguments naming parameters (a program's ``out=``
+    and ``domain=`` already taken out).
+
+    Raises:
+        DSLTypeError: too many or missing arguments, an unknown or repeated keyword.
+    """
+    names = [p.name for p in operator.params]
+    takes = f"{operator.name}() takes {len(names)} argument(s) ({', '.join(names)})"
+    if len(node.args) > len(names):
+        raise source.error(DSLTypeError, f"{takes}, got {len(node.args)}", node)
+    bound: dict[str, ast.expr] = dict(zip(names, node.args, strict=False))
+    for keyword in keywords:
+        if keyword.arg is None:
+            raise source.error(DSLSyntaxError, "**kwargs are not supported in calls", keyword)
+        if keyword.arg not in names:
+            raise source.error(
+                DSLTypeError,
+                f"{operator.name}() has no parameter {keyword.arg!r}; {takes}",
+                keyword,
+            )
+        if keyword.arg in bound:
+            raise source.error(
+                DSLTypeError, f"{operator.name}() got argument {keyword.arg!r} twice", keyword
+            )
+        bound[keyword.arg] = keyword.value
+    missing = [name for name in names if name not in bound]
+    if missing:
+        raise source.error(
+            DSLTypeError, f"{operator.name}() is missing argument(s): {', '.join(missing)}", node
+        )
+    return [bound[name] for name in names]
+
+
 class _Missing:
     pass
+
+
+# bool(x), int(x), float(x) of scalars: the Python types as conversions.
+_PYTHON_CONSTRUCTORS = (builtins.bool, builtins.int, builtins.float)
 
 
 _MISSING = _Missing()
@@ -455,37 +506,8 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
     result_types = _result_types(function, source)
     parser = _ExprParser(function, source, {p.name: p.type for p in params})
     body: list[Assign] = []
-    results: tuple[Expr, ...] | None = None
     statements = _without_docstring(source.function_def.body)
-    for index, statement in enumerate(statements):
-        if results is not None:
-            raise source.error(
-                DSLSyntaxError, "statements after `return` are not allowed", statement
-            )
-        match statement:
-            case ast.Assign(targets=[target], value=value):
-                names = _target_names(target, source)
-                body.append(Assign(names, parser.expr(value), loc=source.location(statement)))
-                parser.locals.update(names)
-            case ast.AnnAssign(target=ast.Name(id=name), value=value) if value is not None:
-                body.append(Assign((name,), parser.expr(value), loc=source.location(statement)))
-                parser.locals.add(name)
-            case ast.Assign():
-                raise source.error(
-                    DSLSyntaxError, "chained assignment (a = b = ...) is not supported", statement
-                )
-            case ast.Return(value=value) if value is not None:
-                items = value.elts if isinstance(value, ast.Tuple) else [value]
-                results = tuple(parser.expr(item) for item in items)
-            case ast.Pass():
-                continue
-            case _:
-                message = _UNSUPPORTED_STATEMENTS.get(
-                    type(statement),
-                    f"{type(statement).__name__} statements are not supported in a field operator",
-                )
-                raise source.error(DSLSyntaxError, message, statement)
-        del index
+    results = _parse_block(statements, parser, body)
     if results is None:
         raise source.error(
             DSLSyntaxError,
@@ -509,6 +531,144 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
     )
     _OPERATOR_CACHE[definition] = operator
     return operator
+
+
+def _parse_block(
+    statements: list[ast.stmt], parser: _ExprParser, body: list[Assign]
+) -> tuple[Expr, ...] | None:
+    """Append the assignments of ``statements`` to ``body``; the returned values, if the
+    block returns.
+
+    An ``if`` on a scalar becomes a choice per value: each local either branch assigns is
+    bound, after the ``if``, to ``SCALAR_CHOICE(cond, then-value, else-value)``; when both
+    branches return, so is each returned value. A branch that returns with no ``else``
+    makes the rest of the block its ``else``.
+    """
+    source = parser.source
+    for index, statement in enumerate(statements):
+        match statement:
+            case ast.Assign(targets=[target], value=value):
+                names = _target_names(target, source)
+                expr = parser.expr(value)
+                body.append(Assign(_bind(parser, names), expr, loc=source.location(statement)))
+            case ast.AnnAssign(target=ast.Name(id=name), value=value) if value is not None:
+                expr = parser.expr(value)
+                body.append(Assign(_bind(parser, (name,)), expr, loc=source.location(statement)))
+            case ast.Assign():
+                raise source.error(
+                    DSLSyntaxError, "chained assignment (a = b = ...) is not supported", statement
+                )
+            case ast.Return(value=value) if value is not None:
+                if index != len(statements) - 1:
+                    raise source.error(
+                        DSLSyntaxError,
+                        "statements after `return` are not allowed",
+                        statements[index + 1],
+                    )
+                items = value.elts if isinstance(value, ast.Tuple) else [value]
+                return tuple(parser.expr(item) for item in items)
+            case ast.If(test=test, body=then, orelse=otherwise):
+                rest = statements[index + 1 :]
+                if _returns(then) and not otherwise:
+                    otherwise, rest = rest, []
+                return _parse_if(statement, parser.expr(test), then, otherwise, rest, parser, body)
+            case ast.Pass():
+                continue
+            case _:
+                message = _UNSUPPORTED_STATEMENTS.get(
+                    type(statement),
+                    f"{type(statement).__name__} statements are not supported in a field operator",
+                )
+                raise source.error(DSLSyntaxError, message, statement)
+    return None
+
+
+def _returns(statements: list[ast.stmt]) -> bool:
+    """Whether every path through ``statements`` ends with a ``return``."""
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, ast.If):
+        return _returns(last.body) and _returns(last.orelse)
+    return isinstance(last, ast.Return)
+
+
+def _bind(parser: _ExprParser, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The targets an assignment of ``names`` binds: the names themselves outside any
+    branch, branch-private names inside one (the ``if`` merges them afterwards)."""
+    targets = []
+    for name in names:
+        parser.locals.add(name)
+        if parser.branches:
+            parser.private_names += 1
+            parser.renames[name] = f"{name}__if{parser.private_names}"
+        else:
+            parser.renames.pop(name, None)
+        targets.append(parser.renames.get(name, name))
+    return tuple(targets)
+
+
+def _parse_if(
+    statement: ast.If,
+    condition: Expr,
+    then: list[ast.stmt],
+    otherwise: list[ast.stmt],
+    rest: list[ast.stmt],
+    parser: _ExprParser,
+    body: list[Assign],
+) -> tuple[Expr, ...] | None:
+    source = parser.source
+    loc = source.location(statement.test)
+    outer_locals, outer_renames = set(parser.locals), dict(parser.renames)
+    branch_results: list[tuple[Expr, ...] | None] = []
+    branch_names: list[dict[str, str]] = []
+    parser.branches += 1
+    for block in (then, otherwise):
+        parser.locals, parser.renames = set(outer_locals), dict(outer_renames)
+        branch_results.append(_parse_block(block, parser, body))
+        branch_names.append(
+            {n: parser.renames.get(n, n) for n in parser.locals}
+        )
+    parser.branches -= 1
+    parser.locals, parser.renames = outer_locals, outer_renames
+    then_results, else_results = branch_results
+    if (then_results is None) != (else_results is None):
+        raise source.error(
+            DSLSyntaxError,
+            "either both branches of this `if` return or neither does",
+            statement,
+        )
+    if then_results is not None and else_results is not None:
+        if rest:
+            raise source.error(DSLSyntaxError, "statements after `return` are not allowed", rest[0])
+        if len(then_results) != len(else_results):
+            raise source.error(
+                DSLTypeError,
+                f"the branches of this `if` return {len(then_results)} and "
+                f"{len(else_results)} value(s)",
+                statement,
+            )
+        return tuple(
+            Call(SCALAR_CHOICE, (condition, a, b), loc=loc)
+            for a, b in zip(then_results, else_results, strict=True)
+        )
+    then_names, else_names = branch_names
+    for name in sorted(set(then_names) | set(else_names)):
+        known = name in outer_locals or name in parser.params
+        before = outer_renames.get(name, name) if known else None
+        choices = [names.get(name, before) for names in (then_names, else_names)]
+        if choices[0] == choices[1]:
+            continue  # neither branch assigned it
+        if None in choices:
+            raise source.error(
+                DSLSyntaxError,
+                f"{name!r} is assigned in only one branch of this `if` and not before it; "
+                "assign it in both branches (or before the `if`)",
+                statement,
+            )
+        value = Call(SCALAR_CHOICE, tuple([condition, *(Ref(c) for c in choices)]), loc=loc)  # type: ignore[arg-type]
+        body.append(Assign(_bind(parser, (name,)), value, loc=loc))
+    return _parse_block(rest, parser, body)
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -586,11 +746,6 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
         )
     operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
     keywords = {k.arg: k for k in node.keywords}
-    if None in keywords or set(keywords) - {"out"}:
-        bad = next(k for k in node.keywords if k.arg != "out")
-        raise source.error(
-            DSLSyntaxError, f"unexpected keyword {bad.arg!r}; only out= is allowed", bad
-        )
     if "out" not in keywords:
         raise source.error(
             DSLTypeError,
@@ -607,14 +762,9 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
             f"{len(outputs)}",
             out_node,
         )
-    if len(node.args) != len(operator.params):
-        raise source.error(
-            DSLTypeError,
-            f"{operator.name}() takes {len(operator.params)} argument(s), got {len(node.args)}",
-            node,
-        )
+    arguments = call_arguments(node, operator, [k for k in node.keywords if k.arg != "out"], source)
     args: list[Expr] = []
-    for arg in node.args:
+    for arg in arguments:
         if isinstance(arg, ast.Name) and arg.id in params:
             args.append(Ref(arg.id, loc=source.location(arg)))
         else:

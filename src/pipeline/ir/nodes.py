@@ -113,10 +113,13 @@ class Call:
 
 @attrs.frozen
 class Cast:
-    """``astype(value, dtype)``."""
+    """``astype(value, dtype)``, ``float64(value)``; ``constructor`` names the Python type
+    (``"bool"``, ``"int"``, ``"float"``) when written as ``bool(value)``, which takes scalars
+    only."""
 
     value: Expr
     dtype: np.dtype[Any]
+    constructor: str | None = attrs.field(default=None, kw_only=True, eq=False)
     type: Type | None = attrs.field(default=None, kw_only=True)
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 

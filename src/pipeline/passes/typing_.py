@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from pipeline.dsl.builtins import MATH_FUNCTIONS
+from pipeline.dsl.builtins import MATH_FUNCTIONS, PREDICATES, SCALAR_CHOICE
 from pipeline.dsl.types import Dimension, FieldType, ScalarType, bool_, float64, int64
 from pipeline.errors import DSLError, DSLTypeError
 from pipeline.ir.nodes import (
@@ -43,7 +43,8 @@ __all__ = ["infer_types", "promote", "type_operator"]
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 _COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
 _LOGICAL = frozenset({"&", "|"})
-_KEEPS_INTEGERS = frozenset({"floor", "ceil", "abs"})
+_KEEPS_INTEGERS = frozenset({"floor", "ceil", "trunc", "abs"})
+_BINARY_FUNCTIONS = frozenset({"minimum", "maximum", "power", "fmod"})
 
 
 def _error(message: str, loc: SourceLocation | None) -> DSLError:
@@ -148,6 +149,13 @@ class _Typer:
             case Cast(value=value, dtype=dtype):
                 typed = self.expr(value)
                 assert typed.type is not None
+                if expr.constructor is not None and isinstance(typed.type, FieldType):
+                    raise _error(
+                        f"{expr.constructor}() converts scalars only (a field has no single "
+                        f"value when the definition runs embedded); convert fields with "
+                        f"astype(x, {dtype}) or {dtype}(x)",
+                        expr.loc,
+                    )
                 return attrs.evolve(
                     expr, value=typed, type=_make(_merge_dims([typed.type]), dtype, False)
                 )
@@ -182,6 +190,16 @@ class _Typer:
         assert all(t is not None for t in types_)
         name = expr.function
         dims = _merge_dims(types_)  # type: ignore[arg-type]
+        if name == SCALAR_CHOICE:
+            condition = types_[0]
+            if isinstance(condition, FieldType):
+                raise _error(
+                    f"this condition is a field ({condition}); `if` and `a if c else b` "
+                    "choose on scalars only. Choose per point with where(cond, a, b)",
+                    expr.loc,
+                )
+            expr = attrs.evolve(expr, function="where")
+            name = "where"
         if name == "where":
             cond, a, b = types_
             assert cond is not None and a is not None and b is not None
@@ -192,7 +210,7 @@ class _Typer:
             dtype, weak = promote(a, b, "where()", expr.loc)
             _check_literals_fit(args[1:], dtype)
             return attrs.evolve(expr, args=args, type=_make(dims, dtype, weak and _weak(cond)))
-        if name in {"minimum", "maximum", "power"}:
+        if name in _BINARY_FUNCTIONS:
             a, b = types_
             assert a is not None and b is not None
             dtype, weak = promote(a, b, f"{name}()", expr.loc)
@@ -204,6 +222,8 @@ class _Typer:
         assert t is not None and name in MATH_FUNCTIONS | {"abs"}
         if t.dtype == bool_:
             raise _error(f"{name}() of booleans is not supported; use astype first", expr.loc)
+        if name in PREDICATES:
+            return attrs.evolve(expr, args=args, type=_make(dims, bool_, _weak(t)))
         dtype = t.dtype if t.dtype.kind == "f" or name in _KEEPS_INTEGERS else float64
         return attrs.evolve(expr, args=args, type=_make(dims, dtype, _weak(t)))
 
