@@ -34,21 +34,55 @@ from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSour
 from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.step import shared_frontend
-from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, ProgramIR, Ref, Stencil, UnaryOp
-from pipeline.passes.traversal import map_children
+from pipeline.ir.nodes import (
+    BinaryOp,
+    Call,
+    Cast,
+    Expr,
+    Literal,
+    ProgramIR,
+    Ref,
+    Scan,
+    ScanOperatorIR,
+    Stencil,
+    UnaryOp,
+)
+from pipeline.passes.traversal import map_children, walk
 
 __all__ = ["PYTHON_SOURCE", "NumPyTranslation", "PythonArtifact", "load_python", "numpy_source"]
 
 PYTHON_SOURCE = SourceFormat("python", DeviceType.CPU)
 
 _NUMPY_FUNCTIONS = {
-    "abs": "np.abs", "sqrt": "np.sqrt", "exp": "np.exp", "log": "np.log", "sin": "np.sin",
-    "cos": "np.cos", "tan": "np.tan", "arcsin": "np.arcsin", "arccos": "np.arccos",
-    "arctan": "np.arctan", "sinh": "np.sinh", "cosh": "np.cosh", "tanh": "np.tanh",
-    "floor": "np.floor", "ceil": "np.ceil", "minimum": "np.minimum", "maximum": "np.maximum",
-    "power": "np.power", "where": "np.where", "arcsinh": "np.arcsinh", "arccosh": "np.arccosh",
-    "arctanh": "np.arctanh", "cbrt": "np.cbrt", "trunc": "np.trunc", "fmod": "np.fmod",
-    "isfinite": "np.isfinite", "isinf": "np.isinf", "isnan": "np.isnan", "gamma": "_gamma",
+    "abs": "np.abs",
+    "sqrt": "np.sqrt",
+    "exp": "np.exp",
+    "log": "np.log",
+    "sin": "np.sin",
+    "cos": "np.cos",
+    "tan": "np.tan",
+    "arcsin": "np.arcsin",
+    "arccos": "np.arccos",
+    "arctan": "np.arctan",
+    "sinh": "np.sinh",
+    "cosh": "np.cosh",
+    "tanh": "np.tanh",
+    "floor": "np.floor",
+    "ceil": "np.ceil",
+    "minimum": "np.minimum",
+    "maximum": "np.maximum",
+    "power": "np.power",
+    "where": "np.where",
+    "arcsinh": "np.arcsinh",
+    "arccosh": "np.arccosh",
+    "arctanh": "np.arctanh",
+    "cbrt": "np.cbrt",
+    "trunc": "np.trunc",
+    "fmod": "np.fmod",
+    "isfinite": "np.isfinite",
+    "isinf": "np.isinf",
+    "isnan": "np.isnan",
+    "gamma": "_gamma",
 }
 
 
@@ -90,6 +124,10 @@ def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) 
         (local,) = assign.targets
         locals_[local] = _inline(assign.value, locals_)
     lines = [f"    # stencil {index}: {stencil.operator_name}"] if comments else []
+    results = [_inline(result, locals_) for result in stencil.results]
+    scans = [node for result in results for node in walk(result) if isinstance(node, Scan)]
+    if scans:
+        return lines + _sweep_lines(ir, stencil, results, scans)
     for target, result in zip(stencil.outputs, stencil.results, strict=True):
         out_type = ir.param(target.name).type
         assert isinstance(out_type, FieldType)
@@ -105,6 +143,72 @@ def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) 
         lines.append(f"    if {nonempty}:")
         lines.append(f"        {target.name}[{window}] = {value}")
     return lines
+
+
+def _sweep_lines(
+    ir: ProgramIR, stencil: Stencil, results: list[Expr], scans: list[Scan]
+) -> list[str]:
+    """A stencil that runs scans: a Python loop along the scan's axis, one plane per step
+    (the other dimensions as whole slices), each scan's carry an array over the plane."""
+    first = ir.param(stencil.outputs[0].name).type
+    assert isinstance(first, FieldType)
+    dims = first.dim_names
+    bounds = [_bounds(dim, axis) for axis, dim in enumerate(dims)]
+    axis_name, forward = scans[0].operator.axis, scans[0].operator.forward
+    position = dims.index(axis_name)
+    lo, hi = bounds[position]
+    unpacked = ", ".join(f"({a}, {b})" for a, b in bounds)
+    lines = [f"    {unpacked}, = _domain({stencil.outputs[0].name}, {stencil.outputs[0].slices!r})"]
+    lines.append(f"    if {' and '.join(f'{b} > {a}' for a, b in bounds)}:")
+    step = [*bounds]
+    step[position] = ("k_", "k_ + 1")
+    plane = ", ".join(
+        "1" if d == axis_name else f"{b} - {a}" for d, (a, b) in zip(dims, bounds, strict=True)
+    )
+    sweeps: Sweeps = {}
+    for scan in scans:
+        key = (scan.operator, scan.args)
+        if key in sweeps:
+            continue
+        n = len(sweeps)
+        sweeps[key] = tuple(f"n{n}_{i}" for i in range(len(scan.operator.carry)))
+        for i, (param, init) in enumerate(
+            zip(scan.operator.carry, scan.operator.init, strict=True)
+        ):
+            dtype = _dtype_name(param.type.dtype)
+            fill = f"np.full(({plane},), {_literal(init)}, dtype=np.{dtype})"
+            lines.append(f"        c{n}_{i} = {fill}")
+    order = f"range({lo}, {hi})" if forward else f"range({hi} - 1, {lo} - 1, -1)"
+    lines.append(f"        for k_ in {order}:")
+    for n, (operator, args) in enumerate(sweeps):
+        values = {param.name: f"c{n}_{i}" for i, param in enumerate(operator.carry)}
+        for param, arg in zip(operator.params, args, strict=True):
+            values[param.name] = f"s{n}_{param.name}"
+            lines.append(f"            s{n}_{param.name} = {_expression(ir, arg, dims, step)}")
+        for assign in operator.body:
+            (local,) = assign.targets
+            values[local] = f"s{n}_{local}"
+            text = _expression(ir, assign.value, dims, step, values)
+            lines.append(f"            s{n}_{local} = {text}")
+        for i, (param, result) in enumerate(zip(operator.carry, operator.results, strict=True)):
+            text = _expression(ir, result, dims, step, values)
+            dtype = _dtype_name(param.type.dtype)
+            lines.append(f"            n{n}_{i} = np.asarray({text}, dtype=np.{dtype})")
+    window = ", ".join(f"{a}:{b}" for a, b in step)
+    for target, result in zip(stencil.outputs, results, strict=True):
+        value = _expression(ir, result, dims, step, sweeps=sweeps)
+        lines.append(f"            {target.name}[{window}] = {value}")
+    for n, names in enumerate(sweeps.values()):
+        lines += [f"            c{n}_{i} = {name}" for i, name in enumerate(names)]
+    return lines
+
+
+#: The scans of a stencil, by operator and arguments: the names of their new carries.
+Sweeps = dict[tuple[ScanOperatorIR, tuple[Expr, ...]], tuple[str, ...]]
+
+
+def _dtype_name(dtype: np.dtype[Any]) -> str:
+    return "bool_" if dtype == np.bool_ else dtype.name
 
 
 def _bounds(dim: str, axis: int) -> tuple[str, str]:
@@ -128,12 +232,26 @@ def _shift(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
 
 
 def _expression(
-    ir: ProgramIR, expr: Expr, dims: tuple[str, ...], bounds: list[tuple[str, str]]
+    ir: ProgramIR,
+    expr: Expr,
+    dims: tuple[str, ...],
+    bounds: list[tuple[str, str]],
+    values: dict[str, str] | None = None,
+    sweeps: Sweeps | None = None,
 ) -> str:
+    """Python text of ``expr`` over the domain ``bounds``; ``values`` names the variables
+    that hold a scan body's names, ``sweeps`` the new carries of the scans."""
+    values = values or {}
+
     def emit(node: Expr) -> str:
         match node:
             case Literal(value=value):
                 return _literal(value)
+            case Ref(name=name) if name in values:
+                return values[name]
+            case Scan(operator=operator, args=args, component=component):
+                assert sweeps is not None
+                return sweeps[(operator, args)][component]
             case Ref(name=name, offsets=offsets):
                 param_type = ir.param(name).type
                 if not isinstance(param_type, FieldType):
@@ -144,8 +262,10 @@ def _expression(
             case BinaryOp(op=op, left=left, right=right):
                 return f"({emit(left)} {op} {emit(right)})"
             case Call(function=function, args=args):
-                if function in {"floor", "ceil", "trunc"} and args[0].type is not None and (
-                    args[0].type.dtype.kind in "iu"
+                if (
+                    function in {"floor", "ceil", "trunc"}
+                    and args[0].type is not None
+                    and (args[0].type.dtype.kind in "iu")
                 ):
                     return emit(args[0])  # integers stay integers (NumPy would give float64)
                 return f"{_NUMPY_FUNCTIONS[function]}({', '.join(emit(a) for a in args)})"

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 import attrs
 
 from pipeline.dsl.types import FieldType
-from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil
+from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
 from pipeline.passes.traversal import walk
 
-__all__ = ["StencilLayout"]
+__all__ = ["StencilLayout", "scan_axis"]
 
 
 @attrs.frozen
@@ -66,3 +66,13 @@ class StencilLayout:
                     reach = {d.dim: (d.lower, d.upper) for d in extent.dims}
                     buffered[extent.name] = {d: reach.get(d, (0, 0)) for d in dims}
         return cls(dims, definitions, buffered)
+
+
+def scan_axis(stencil: Stencil) -> tuple[str, bool] | None:
+    """The axis and direction (forward?) the stencil's scans sweep, or None without scans
+    (the extent pass made sure all its scans agree)."""
+    for expr in (*(a.value for a in stencil.body), *stencil.results):
+        for node in walk(expr):
+            if isinstance(node, Scan):
+                return node.operator.axis, node.operator.forward
+    return None

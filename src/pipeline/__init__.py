@@ -55,7 +55,14 @@ from pipeline.errors import (
     UnsafeCacheDirectoryError,
 )
 from pipeline.fingerprint import fingerprint
-from pipeline.programs import FieldOperator, Program, field_operator, program
+from pipeline.programs import (
+    FieldOperator,
+    Program,
+    ScanOperator,
+    field_operator,
+    program,
+    scan_operator,
+)
 from pipeline.runners import compile_many
 from pipeline.stages import (
     CompilableProgram,
@@ -99,6 +106,7 @@ __all__ = [
     "ProgramDefinition",
     "ProgramSource",
     "ScalarType",
+    "ScanOperator",
     "SourceFormat",
     "StageEvent",
     "StageSubscription",
@@ -139,6 +147,7 @@ __all__ = [
     "minimum",
     "power",
     "program",
+    "scan_operator",
     "sin",
     "sinh",
     "sqrt",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import importlib
+import inspect
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from typing import Any, TypeVar, cast, overload
@@ -21,11 +22,21 @@ import attrs
 from pipeline import metrics
 from pipeline.arguments import bind_arguments
 from pipeline.dispatch import DispatchBackend, Dispatcher
+from pipeline.dsl.types import Dimension
 from pipeline.frontend.source import captured_values, with_captured_globals
 from pipeline.staged import Lowered
-from pipeline.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import CompilableProgram, ProgramDefinition, ScanSettings
 
-__all__ = ["FieldOperator", "Program", "evaluating_embedded", "field_operator", "program"]
+__all__ = [
+    "FieldOperator",
+    "Program",
+    "ScanOperator",
+    "evaluating_embedded",
+    "field_operator",
+    "output_domain",
+    "program",
+    "scan_operator",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,6 +54,28 @@ def evaluating_embedded() -> Iterator[None]:
         yield
     finally:
         _EMBEDDED_EVALUATION.reset(token)
+
+
+# The output domain (absolute start, stop per dimension name) of the call being evaluated
+# embedded: a scan sweeps it along its axis, whatever else its arguments cover.
+_OUTPUT_DOMAIN: contextvars.ContextVar[dict[str, tuple[int, int]] | None] = (
+    contextvars.ContextVar("stencilforge_output_domain", default=None)
+)
+
+
+@contextlib.contextmanager
+def output_domain(outputs: tuple[Any, ...]) -> Iterator[None]:
+    """Mark ``outputs`` (embedded fields) as the domain of the call being evaluated."""
+    domain: dict[str, tuple[int, int]] = {}
+    for output in outputs:
+        bounds = getattr(output, "bounds", None)
+        if bounds is not None:
+            domain.update(bounds())
+    token = _OUTPUT_DOMAIN.set(domain or _OUTPUT_DOMAIN.get())
+    try:
+        yield
+    finally:
+        _OUTPUT_DOMAIN.reset(token)
 
 
 def _default_backend() -> DispatchBackend:
@@ -114,10 +147,23 @@ class _Definition:
     def definition(self) -> ProgramDefinition:
         """The definition, with the global and closure values its body uses."""
         if not self._definition:
+            captured = captured_values(self.function)
             self._definition.append(
-                ProgramDefinition(self.function, self.kind, captured_values(self.function))
+                ProgramDefinition(self.function, self.kind, captured, scan=self._scan_settings())
             )
         return self._definition[0]
+
+    def _scan_settings(self) -> ScanSettings | None:
+        return None
+
+    def _embedded_function(self) -> Any:
+        """The function run on embedded fields, with the globals captured on first use."""
+        if not self._frozen:
+            definition = self.definition
+            self._frozen.append(
+                with_captured_globals(definition.function, dict(definition.captured))
+            )
+        return self._frozen[0]
 
     @property
     def __field_allocator__(self) -> Any:
@@ -240,16 +286,11 @@ class FieldOperator(_Definition):
         return self._dispatcher.call(definition, (*args, *outputs))
 
     def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
-        if not self._frozen:
-            definition = self.definition
-            self._frozen.append(
-                with_captured_globals(definition.function, dict(definition.captured))
-            )
-        with evaluating_embedded():
-            result = self._frozen[0](*args, **kwargs)
+        outputs = () if out is None else out if isinstance(out, tuple) else (out,)
+        with evaluating_embedded(), output_domain(outputs):
+            result = self._embedded_function()(*args, **kwargs)
         if out is None:
             return result
-        outputs = out if isinstance(out, tuple) else (out,)
         results = result if isinstance(result, tuple) else (result,)
         if len(outputs) != len(results):
             raise TypeError(
@@ -267,6 +308,63 @@ class FieldOperator(_Definition):
             raise TypeError(f"domain= must be a tuple of slices without step, got {domain!r}")
         slices = tuple((s.start, s.stop) for s in items)
         return attrs.evolve(self.definition, output_slices=slices)
+
+
+@attrs.frozen(eq=False)
+class ScanOperator(_Definition):
+    """A ``@scan_operator``: ``(carry, *point values) -> new carry``, swept along an axis.
+
+    Called from a field operator or a program (with ``out=``) on fields, it returns the carry
+    at every point of the output domain: the first point along the axis (the last, swept
+    backward) gets ``function(init, *values there)``, each next one the function of the
+    previous carry. A tuple ``init`` makes a tuple carry and a tuple of results.
+    """
+
+    settings: ScanSettings = attrs.field(kw_only=True)
+
+    kind = "scan_operator"
+
+    def _scan_settings(self) -> ScanSettings:
+        return self.settings
+
+    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        values = (*args, *kwargs.values())
+        fields = [v for v in values if hasattr(v, "__dsl_scan__")]
+        if not fields:
+            raise TypeError(
+                f"scan operator {self.name!r} runs on fields: call it from a field operator "
+                "or a program (with out=), not directly"
+            )
+        bound = inspect.signature(self.function).bind(None, *args, **kwargs)
+        point_values = tuple(bound.arguments.values())[1:]
+        outputs = () if out is None else out if isinstance(out, tuple) else (out,)
+        with evaluating_embedded(), output_domain(outputs):
+            result = fields[0].__dsl_scan__(
+                self._embedded_function(), self.settings, point_values, _OUTPUT_DOMAIN.get()
+            )
+        if out is None:
+            return result
+        results = result if isinstance(result, tuple) else (result,)
+        for target, value in zip(outputs, results, strict=True):
+            target.__dsl_assign__(value)
+        return None
+
+
+def scan_operator(
+    *, axis: Dimension, forward: bool = True, init: Any, backend: Any = DEFAULT
+) -> Callable[[F], ScanOperator]:
+    """Declare a scan operator: ``@scan_operator(axis=K, forward=True, init=0.0)``.
+
+    The function takes the carry (a scalar, or a tuple of scalars for a tuple ``init``) and
+    one value per point argument, annotated with dtypes, and returns the new carry.
+
+    Raises:
+        TypeError: ``axis`` is not a Dimension.
+    """
+    if not isinstance(axis, Dimension):
+        raise TypeError(f"scan_operator(axis=...) takes a Dimension, got {axis!r}")
+    settings = ScanSettings(axis.name, bool(forward), init)
+    return lambda f: ScanOperator(f, backend=backend, settings=settings)
 
 
 @overload

@@ -28,6 +28,7 @@ __all__ = [
     "Executable",
     "ProgramDefinition",
     "ProgramSource",
+    "ScanSettings",
     "SelfCheckingExecutable",
     "SourceFormat",
 ]
@@ -67,22 +68,39 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(value))
 
 
+@attrs.frozen
+class ScanSettings:
+    """What ``@scan_operator(axis=K, forward=True, init=0.0)`` says besides the function.
+
+    Attributes:
+        axis: the name of the dimension swept.
+        forward: from the axis's first point to its last (True), or back.
+        init: the carry before the first point: a number, or a tuple of numbers.
+    """
+
+    axis: str
+    forward: bool
+    init: bool | int | float | tuple[bool | int | float, ...]
+
+
 @attrs.frozen(eq=False)
 class ProgramDefinition:
     """What a DSL decorator captures: the Python function and the values it closes over.
 
     Attributes:
         function: the user's Python function.
-        kind: ``"field_operator"`` or ``"program"``.
+        kind: ``"field_operator"``, ``"scan_operator"`` or ``"program"``.
         captured: the global and closure values the function's body refers to, by name.
         output_slices: for a field operator called directly, the output domain as (start,
             stop) per dimension of the output; ``None`` means the whole output.
+        scan: for a scan operator, its axis, direction and initial carry.
     """
 
     function: Callable[..., Any]
     kind: str
     captured: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     output_slices: tuple[tuple[int | None, int | None], ...] | None = None
+    scan: ScanSettings | None = None
 
     @property
     def name(self) -> str:
@@ -98,6 +116,7 @@ class ProgramDefinition:
             self.kind,
             dict(self.captured),
             self.output_slices,
+            self.scan,
         )
 
     def __repr__(self) -> str:

@@ -14,13 +14,26 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 
 from pipeline.dsl.types import bool_, float32, float64, int32, int64
-from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, Ref, UnaryOp, combine_offsets
+from pipeline.ir.nodes import (
+    BinaryOp,
+    Call,
+    Cast,
+    Expr,
+    Literal,
+    Ref,
+    Scan,
+    ScanOperatorIR,
+    UnaryOp,
+    combine_offsets,
+)
+from pipeline.passes.traversal import substitute
 from pipeline.passes.typing_ import promote
 
-__all__ = ["C_TYPES", "ExpressionEmitter", "Offsets", "convert", "literal"]
+__all__ = ["C_TYPES", "ExpressionEmitter", "Offsets", "Sweep", "convert", "literal"]
 
 Offsets = tuple[tuple[str, int], ...]
 
@@ -88,6 +101,22 @@ def literal(value: bool | int | float, dtype: np.dtype[Any]) -> str:
     return f"(({C_TYPES[dtype]}){text})"
 
 
+@attrs.frozen
+class Sweep:
+    """One scan computed in a loop body: the caller initializes its carry before the sweep
+    and stores ``new_carry`` into it at the end of each step.
+
+    Attributes:
+        index: the sweep's number in the body (what the ``carry`` callback is given).
+        operator: the scan operator.
+        new_carry: per component, the text of the new carry (an SSA name).
+    """
+
+    index: int
+    operator: ScanOperatorIR
+    new_carry: tuple[str, ...]
+
+
 class ExpressionEmitter:
     """SSA statements for one loop body (or tasklet), memoized by (expression, shift).
 
@@ -96,16 +125,27 @@ class ExpressionEmitter:
             local ``name`` at ``offsets`` (it may bind a value with ``let`` or call back
             into ``value`` for a local computed in place).
         indent: prefixed to every emitted line.
+        carry: for a body that runs scans, ``carry(sweep, component)`` is the text of the
+            carry's storage (read here; the caller stores ``sweeps[...].new_carry`` into it).
     """
 
     def __init__(
-        self, read: Callable[[ExpressionEmitter, str, Offsets], str], indent: str = ""
+        self,
+        read: Callable[[ExpressionEmitter, str, Offsets], str],
+        indent: str = "",
+        carry: Callable[[int, int], str] | None = None,
     ) -> None:
         self._read = read
         self._indent = indent
+        self._carry = carry
         self.lines: list[str] = []
+        self.sweeps: list[Sweep] = []
         self._memo: dict[tuple[Expr, Offsets], str] = {}
         self._counter = 0
+        # The names a scan's body reads (prefixed per sweep): its carry, point values, locals.
+        self._scan_values: dict[str, str] = {}
+        self._scan_locals: dict[str, Expr] = {}
+        self._sweep_memo: dict[tuple[ScanOperatorIR, tuple[Expr, ...], Offsets], Sweep] = {}
 
     def let(self, ctype: str, text: str) -> str:
         """Bind ``text`` to a fresh ``const`` variable and return its name."""
@@ -133,8 +173,14 @@ class ExpressionEmitter:
         match expr:
             case Literal(value=value):
                 return literal(value, dtype)
+            case Ref(name=name) if name in self._scan_values:
+                return self._scan_values[name]
+            case Ref(name=name) if name in self._scan_locals:
+                return self.value(self._scan_locals[name], ())
             case Ref(name=name, offsets=offsets):
                 return self._read(self, name, combine_offsets(offsets, shift))
+            case Scan(component=component):
+                return self._sweep(expr, shift).new_carry[component]
             case UnaryOp(op=op, operand=operand):
                 x = self.typed(operand, shift, dtype)
                 if op == "~":
@@ -175,6 +221,38 @@ class ExpressionEmitter:
                 assert value.type is not None
                 return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
         raise NotImplementedError(f"no C translation for {expr!r}")
+
+    def _sweep(self, scan: Scan, shift: Offsets) -> Sweep:
+        """The step of ``scan``'s sweep at this point: its point values, then its body on
+        them and the carry; once per operator and arguments."""
+        key = (scan.operator, scan.args, shift)
+        if key in self._sweep_memo:
+            return self._sweep_memo[key]
+        if self._carry is None:
+            raise NotImplementedError("this loop body was not set up to run scans")
+        operator = scan.operator
+        index = len(self.sweeps)
+        prefix = f"__scan{index}_"
+        renamed: dict[str, Expr] = {}
+        for component, param in enumerate(operator.carry):
+            renamed[param.name] = Ref(prefix + param.name, type=param.type)
+            self._scan_values[prefix + param.name] = self._carry(index, component)
+        for param, arg in zip(operator.params, scan.args, strict=True):
+            renamed[param.name] = Ref(prefix + param.name, type=param.type)
+            self._scan_values[prefix + param.name] = self.typed(arg, shift, param.type.dtype)
+        for assign in operator.body:
+            (target,) = assign.targets
+            value = substitute(assign.value, renamed)
+            renamed[target] = Ref(prefix + target, type=value.type)
+            self._scan_locals[prefix + target] = value
+        new_carry = tuple(
+            self.typed(substitute(result, renamed), (), param.type.dtype)
+            for result, param in zip(operator.results, operator.carry, strict=True)
+        )
+        sweep = Sweep(index, operator, new_carry)
+        self.sweeps.append(sweep)
+        self._sweep_memo[key] = sweep
+        return sweep
 
     def _condition(self, cond: Expr, shift: Offsets) -> str:
         """A select's condition; a comparison stays inline, so the compiler can keep the

@@ -9,15 +9,17 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import bindings, codegen, expressions, runtime, scratch, units
+from backends.c import bindings, codegen, expressions, runtime, scratch, sweeps, units
 from backends.c.bindings import generate_module
-from backends.c.codegen import generate_stencil
+from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
 from backends.c.scratch import SCRATCH_C
+from backends.c.sweeps import generate_sweep
+from backends.loops import scan_axis
 from pipeline import arguments
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.ir.nodes import ProgramIR
+from pipeline.ir.nodes import ProgramIR, Stencil
 from pipeline.stages import CompilableProgram, CompileTimeArgs, ProgramSource, SourceFormat
 
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
@@ -31,6 +33,7 @@ _GENERATOR_VERSION = source_digest(
     bindings,
     runtime,
     scratch,
+    sweeps,
     units,
     arguments,
     sys.modules[__name__],
@@ -93,21 +96,31 @@ class CTranslation:
         ir: ProgramIR = program.ir
         unit = unit_stride_flags(ir, program.compile_time_args)
         stencils = [
-            (
-                stencil,
-                generate_stencil(
-                    ir,
-                    stencil,
-                    index,
-                    unit_stride=unit,
-                    temporaries=self.temporaries,
-                    tile_sizes=self.tile_sizes,
-                    parallel_min_points=self.parallel_min_points,
-                    prefetch_distance=self.prefetch_distance,
-                ),
-            )
+            (stencil, self._generate(ir, stencil, index, unit))
             for index, stencil in enumerate(ir.stencils)
         ]
         module_name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
         text = generate_module(ir, module_name, stencils, unit, f"{RUNTIME_C}\n{SCRATCH_C}")
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)
+
+    def _generate(
+        self, ir: ProgramIR, stencil: Stencil, index: int, unit: dict[str, bool]
+    ) -> StencilCode:
+        if scan_axis(stencil) is not None:
+            return generate_sweep(
+                ir,
+                stencil,
+                index,
+                unit_stride=unit,
+                parallel_min_points=self.parallel_min_points,
+            )
+        return generate_stencil(
+            ir,
+            stencil,
+            index,
+            unit_stride=unit,
+            temporaries=self.temporaries,
+            tile_sizes=self.tile_sizes,
+            parallel_min_points=self.parallel_min_points,
+            prefetch_distance=self.prefetch_distance,
+        )

@@ -43,7 +43,7 @@ from backends.c.translation import unit_stride_flags
 from backends.dace import naming, tasklets
 from backends.dace.naming import SDFGInterface
 from backends.dace.tasklets import Offsets, TaskletBody
-from backends.loops import StencilLayout
+from backends.loops import StencilLayout, scan_axis
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.ir.nodes import FieldExtent, ProgramIR, Stencil
@@ -276,8 +276,14 @@ class _StencilStates:
         self.stencil = stencil
         self.index = index
         ir = builder.ir
-        layout = StencilLayout.of(ir, stencil, temporaries=builder.options.temporaries)
+        # A stencil that runs scans sweeps its axis inside each tasklet: the axis is the row.
+        self.sweep = scan_axis(stencil)
+        temporaries = builder.options.temporaries and self.sweep is None
+        layout = StencilLayout.of(ir, stencil, temporaries=temporaries)
         self.dims: tuple[str, ...] = layout.dims
+        if self.sweep is not None:
+            axis = self.sweep[0]
+            self.dims = (*(d for d in layout.dims if d != axis), axis)
         self.definitions = dict(layout.definitions)
         self.temporaries: dict[str, dict[str, tuple[int, int]]] = {
             name: dict(extent) for name, extent in layout.temporaries.items()
@@ -285,7 +291,9 @@ class _StencilStates:
         # On CPUs each tasklet computes a whole row along the innermost dimension in a loop
         # marked ``omp simd`` (DaCe emits no such pragma for a map): the row's reads and
         # writes are pointer connectors, so the compiler needs no alias checks per row.
-        self.rows = builder.options.device_type == DeviceType.CPU and len(layout.dims) > 1
+        self.rows = self.sweep is not None or (
+            builder.options.device_type == DeviceType.CPU and len(layout.dims) > 1
+        )
         self.lo = {d: builder.symbol(naming.domain_low(index, d)) for d in self.dims}
         self.hi = {d: builder.symbol(naming.domain_high(index, d)) for d in self.dims}
         self.mode = builder.symbol(naming.mode(index))
@@ -390,6 +398,42 @@ class _StencilStates:
             sdfg.add_edge(before, after, self.b.dace.InterstateEdge())
         return states[0], states[-1]
 
+    def _sweep_lines(
+        self,
+        body: TaskletBody,
+        stores: Sequence[tuple[str, str, Any]],
+        row: tuple[str, str],
+        elements: Mapping[str, str],
+    ) -> list[str]:
+        """The tasklet of a sweep: the carries, then one step per point of the row (the
+        axis), forward or back."""
+        assert self.sweep is not None
+        forward = self.sweep[1]
+        count = f"(({row[1]}) - ({row[0]}))"
+        lines = []
+        for sweep in body.sweeps:
+            for i, (param, init) in enumerate(
+                zip(sweep.operator.carry, sweep.operator.init, strict=True)
+            ):
+                ctype = expressions.C_TYPES[param.type.dtype]
+                lines.append(
+                    f"{ctype} c{sweep.index}_{i} = {tasklets.literal(init, param.type.dtype)};"
+                )
+        step = (
+            f"for (int64_t k = 0; k < {count}; ++k) {{"
+            if forward
+            else f"for (int64_t k = {count} - 1; k >= 0; --k) {{"
+        )
+        lines.append(step)
+        lines += [f"    {line.strip()}" for line in body.lines]
+        lines += [f"    {elements[out]} = {value};" for out, value, _ in stores]
+        for sweep in body.sweeps:
+            lines += [
+                f"    c{sweep.index}_{i} = {value};" for i, value in enumerate(sweep.new_carry)
+            ]
+        lines.append("}")
+        return lines
+
     def _row(self, reach: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
         """The span of the innermost iteration dimension (nothing, for a 0-D stencil)."""
         return reach[self.dims[-1]] if self.dims else ("0", "1")
@@ -471,9 +515,13 @@ class _StencilStates:
             found = connector(f"{naming.array(name)}[{index}]", (name, offsets))
             return self._element(found, name, dims)
 
-        body = TaskletBody(read)
+        body = TaskletBody(read, carry=lambda n, i: f"c{n}_{i}")
         stores = emit(body)
-        if self.rows:
+        if self.sweep is not None:
+            lines = self._sweep_lines(body, stores, row, elements)
+            ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims[:-1]}
+            ranges = ranges or {"x_": "0:1"}  # one column: a map over one point
+        elif self.rows:
             # Outputs are rows too: element k of each.
             lines = [
                 "#pragma omp simd",

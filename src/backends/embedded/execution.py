@@ -12,7 +12,7 @@ from pipeline.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.source import with_captured_globals
 from pipeline.ir.nodes import ProgramIR
-from pipeline.programs import evaluating_embedded
+from pipeline.programs import evaluating_embedded, output_domain
 from pipeline.stages import ProgramDefinition
 
 __all__ = ["EmbeddedExecutable"]
@@ -120,8 +120,12 @@ class EmbeddedExecutable:
         outputs = {t.name: t for t in stencil.outputs}
         names = [p.name for p in self.ir.params]
         inputs = [v for n, v in zip(names, values, strict=True) if n not in outputs]
-        result = self.function(*inputs)
+        targets = tuple(
+            values[names.index(target.name)][tuple(slice(a, b) for a, b in target.slices)]
+            for target in stencil.outputs
+        )
+        with output_domain(targets):
+            result = self.function(*inputs)
         results = result if isinstance(result, tuple) else (result,)
-        for target, value in zip(stencil.outputs, results, strict=True):
-            field = values[names.index(target.name)]
-            field[tuple(slice(a, b) for a, b in target.slices)].__dsl_assign__(value)
+        for field, value in zip(targets, results, strict=True):
+            field.__dsl_assign__(value)

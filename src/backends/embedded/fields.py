@@ -18,6 +18,7 @@ import numpy as np
 from allocators import namespace_attribute
 from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.types import Offset
+from pipeline.stages import ScanSettings
 
 __all__ = ["EmbeddedField", "field_parameter", "input_field"]
 
@@ -143,15 +144,7 @@ class EmbeddedField:
     # -- elementwise operations -----------------------------------------------------------
     def _combine(self, others: Sequence[Any], function: Callable[..., Any]) -> EmbeddedField:
         fields = [self, *[o for o in others if isinstance(o, EmbeddedField)]]
-        widest = max(fields, key=lambda f: len(f.dims))
-        dims = list(widest.dims)
-        for f in fields:
-            dims.extend(d for d in f.dims if d not in dims)
-        bounds: dict[str, tuple[int, int]] = {}
-        for f in fields:
-            for d, (a, b) in f.bounds().items():
-                lo, hi = bounds.get(d, (a, b))
-                bounds[d] = (max(lo, a), max(lo, a, min(hi, b)))
+        dims, bounds = _common_domain(fields)
         arrays = [
             o._restricted(bounds, dims)
             if isinstance(o, EmbeddedField)
@@ -262,6 +255,65 @@ class EmbeddedField:
         raise TypeError(
             "a field has no truth value; use where(cond, a, b) instead of if/and/or, and & | ~"
         )
+
+    def __dsl_scan__(
+        self,
+        function: Callable[..., Any],
+        settings: ScanSettings,
+        args: tuple[Any, ...],
+        domain: dict[str, tuple[int, int]] | None,
+    ) -> EmbeddedField | tuple[EmbeddedField, ...]:
+        """Sweep ``function`` along the scan's axis over the arguments' common domain (cut
+        to the output ``domain`` where it says more), one plane at a time."""
+        fields = [a for a in args if isinstance(a, EmbeddedField)]
+        dims, bounds = _common_domain(fields)
+        axis = settings.axis
+        if axis not in dims:
+            raise ValueError(
+                f"the scan sweeps {axis}, but its arguments have dimensions {tuple(dims)}"
+            )
+        for d, (start, stop) in (domain or {}).items():
+            if d in bounds:
+                lo, hi = bounds[d]
+                bounds[d] = (max(lo, start), max(lo, start, min(hi, stop)))
+        ns = self.ns
+        arrays = [
+            a._restricted(bounds, dims) if isinstance(a, EmbeddedField) else a for a in args
+        ]
+        position = dims.index(axis)
+        plane_dims = tuple(d for d in dims if d != axis)
+        plane_origin = tuple(bounds[d][0] for d in plane_dims)
+        plane_shape = tuple(bounds[d][1] - bounds[d][0] for d in plane_dims)
+        start, stop = bounds[axis]
+        points = range(stop - start) if settings.forward else range(stop - start - 1, -1, -1)
+        carry: Any = settings.init
+        carries: list[tuple[Any, ...]] = []
+        for point in points:
+            values = [
+                EmbeddedField(_plane(ns, a, position, point), plane_dims, plane_origin, ns)
+                if isinstance(b, EmbeddedField)
+                else a
+                for a, b in zip(arrays, args, strict=True)
+            ]
+            carry = function(carry, *values)
+            carries.append(carry if isinstance(carry, tuple) else (carry,))
+        if not settings.forward:
+            carries.reverse()
+        components = len(settings.init) if isinstance(settings.init, tuple) else 1
+        results = []
+        for component in range(components):
+            planes = [
+                _full_plane(ns, c[component], plane_dims, plane_origin, plane_shape, self)
+                for c in carries
+            ]
+            origin = (*plane_origin[:position], start, *plane_origin[position:])
+            if planes:
+                stacked = ns.stack(planes, axis=position)
+            else:
+                shape = (*plane_shape[:position], 0, *plane_shape[position:])
+                stacked = ns.zeros(shape, dtype=ns.float64)
+            results.append(EmbeddedField(stacked, tuple(dims), origin, ns))
+        return tuple(results) if isinstance(settings.init, tuple) else results[0]
 
     def __dsl_builtin__(self, name: str, args: tuple[Any, ...]) -> Any:
         """Apply the DSL builtin ``name`` (see ``pipeline.dsl.builtins``)."""
@@ -443,6 +495,45 @@ def _as_array(ns: Any, value: Any, like: Any) -> Any:
         return value
     dtype = like.dtype if like is not None and hasattr(like, "dtype") else None
     return ns.asarray(value, dtype=dtype)
+
+
+def _common_domain(
+    fields: Sequence[EmbeddedField],
+) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """The dimensions of ``fields`` (the widest's first) and the intersection of their
+    domains."""
+    widest = max(fields, key=lambda f: len(f.dims))
+    dims = list(widest.dims)
+    for f in fields:
+        dims.extend(d for d in f.dims if d not in dims)
+    bounds: dict[str, tuple[int, int]] = {}
+    for f in fields:
+        for d, (a, b) in f.bounds().items():
+            lo, hi = bounds.get(d, (a, b))
+            bounds[d] = (max(lo, a), max(lo, a, min(hi, b)))
+    return dims, bounds
+
+
+def _plane(ns: Any, array: Any, axis: int, index: int) -> Any:
+    """``array`` at ``index`` along ``axis`` (index 0 where the array is broadcast there)."""
+    at = index if array.shape[axis] > 1 else 0
+    return array[(slice(None),) * axis + (at,)]
+
+
+def _full_plane(
+    ns: Any,
+    value: Any,
+    dims: tuple[str, ...],
+    origin: tuple[int, ...],
+    shape: tuple[int, ...],
+    like: EmbeddedField,
+) -> Any:
+    """A carry component (a field over some of the plane's dimensions, or a number) as an
+    array over the whole plane."""
+    if isinstance(value, EmbeddedField):
+        bounds = {d: (o, o + n) for d, o, n in zip(dims, origin, shape, strict=True)}
+        return ns.broadcast_to(value._restricted(bounds, dims), shape)
+    return ns.full(shape, value, dtype=ns.float64 if isinstance(value, float) else None)
 
 
 def field_parameter(array: Any, dims: tuple[str, ...], ns: Any, functional: bool) -> EmbeddedField:

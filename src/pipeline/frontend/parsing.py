@@ -35,13 +35,16 @@ from pipeline.ir.nodes import (
     Param,
     ProgramIR,
     Ref,
+    Scan,
+    ScanOperatorIR,
     Stencil,
     Type,
     UnaryOp,
 )
+from pipeline.passes.traversal import walk
 from pipeline.stages import ProgramDefinition
 
-__all__ = ["parameter_types", "parse_field_operator", "parse_program"]
+__all__ = ["parameter_types", "parse_field_operator", "parse_program", "parse_scan_operator"]
 
 _BINARY_OPS: dict[type[ast.operator], str] = {
     ast.Add: "+",
@@ -79,8 +82,15 @@ def _is_field_operator(value: object) -> bool:
     return isinstance(definition, ProgramDefinition) and definition.kind == "field_operator"
 
 
-def parameter_types(function: Callable[..., Any], source: FunctionSource) -> tuple[Param, ...]:
-    """The typed parameters of a DSL function, from its annotations.
+def _is_scan_operator(value: object) -> bool:
+    definition = getattr(value, "definition", None)
+    return isinstance(definition, ProgramDefinition) and definition.kind == "scan_operator"
+
+
+def parameter_types(
+    function: Callable[..., Any], source: FunctionSource, *, first: int = 0
+) -> tuple[Param, ...]:
+    """The typed parameters of a DSL function from the ``first`` on, from its annotations.
 
     Raises:
         DSLTypeError: a parameter without annotation, or with one that is not a field type
@@ -99,7 +109,7 @@ def parameter_types(function: Callable[..., Any], source: FunctionSource) -> tup
         )
     annotations = _annotations(function)
     params = []
-    for arg in arguments.args:
+    for arg in arguments.args[first:]:
         if arg.arg not in annotations:
             raise source.error(
                 DSLTypeError,
@@ -188,6 +198,10 @@ class _ExprParser:
         self.renames: dict[str, str] = {}
         self.branches = 0
         self.private_names = 0
+        # Tuple-valued names (a tuple carry, a tuple local): their component locals.
+        self.tuples: dict[str, tuple[str, ...]] = {}
+        # In a scan operator every value is per point: no `if` on them.
+        self.in_scan = False
         self.captured = captured_values(function)
 
     def error(self, cls: type[DSLError], message: str, node: ast.AST) -> DSLError:
@@ -273,10 +287,26 @@ class _ExprParser:
                     "`and`/`or` are not supported on fields; use & and | (with parentheses)",
                     node,
                 )
+            case ast.IfExp() if self.in_scan:
+                raise self.error(
+                    DSLSyntaxError,
+                    "a scan operator's values are per point: choose with where(c, a, b)",
+                    node,
+                )
             case ast.IfExp(test=test, body=then, orelse=otherwise):
                 return Call(
                     SCALAR_CHOICE, (self.expr(test), self.expr(then), self.expr(otherwise)), loc=loc
                 )
+            case ast.Subscript(value=base, slice=ast.Constant(value=int() as index)) if (
+                self.values(base) is not None
+            ):
+                items = self.values(base)
+                assert items is not None
+                if not -len(items) <= index < len(items):
+                    raise self.error(
+                        DSLTypeError, f"index {index} of a tuple of {len(items)} value(s)", node
+                    )
+                return items[index]
             case ast.Subscript():
                 raise self.error(
                     DSLSyntaxError,
@@ -328,7 +358,31 @@ class _ExprParser:
         )
         if value is _MISSING:
             # (expression)(I + 1): shift every read inside the expression.
-            return shift_expr(self.expr(callee), self.offsets(node))
+            shifted = self.expr(callee)
+            if any(isinstance(n, Scan) for n in walk(shifted)):
+                raise self.error(
+                    DSLTypeError,
+                    "a scan's result is only read where it is computed, not shifted; write "
+                    "it to a field with out= in the program and read that field shifted",
+                    node,
+                )
+            return shift_expr(shifted, self.offsets(node))
+        if _is_scan_operator(value):
+            operator, args = self.scan_call(node, value)
+            if len(operator.carry) > 1:
+                raise self.error(
+                    DSLTypeError,
+                    f"{operator.name!r} returns a tuple of {len(operator.carry)} values; unpack "
+                    f"it (a, b = {operator.name}(...)) or index it ({operator.name}(...)[0])",
+                    node,
+                )
+            return Scan(operator, args, 0, loc=loc)
+        if _is_field_operator(value) and self.in_scan:
+            raise self.error(
+                DSLSyntaxError,
+                "a scan operator cannot call field operators; write the computation in it",
+                node,
+            )
         if node.keywords and not _is_field_operator(value):
             raise self.error(
                 DSLSyntaxError,
@@ -362,15 +416,43 @@ class _ExprParser:
                 )
             return Call(name, tuple(self.expr(a) for a in node.args), loc=loc)
         if _is_field_operator(value):
-            operator = parse_field_operator(value.definition)  # type: ignore[attr-defined]
-            arguments = call_arguments(node, operator, node.keywords, self.source)
-            return OperatorCall(operator, tuple(self.expr(a) for a in arguments), loc=loc)
+            called = parse_field_operator(value.definition)  # type: ignore[attr-defined]
+            arguments = call_arguments(node, called.name, called.params, node.keywords, self.source)
+            return OperatorCall(called, tuple(self.expr(a) for a in arguments), loc=loc)
         raise self.error(
             DSLTypeError,
             f"{ast.unparse(callee)!r} is not a field, a DSL builtin or a field operator, so it "
             "cannot be called in a field operator",
             node,
         )
+
+    def values(self, node: ast.expr) -> tuple[Expr, ...] | None:
+        """The values of a tuple-valued expression (a tuple literal, a tuple name, a call of
+        a scan operator with a tuple carry), or None for any other expression."""
+        match node:
+            case ast.Tuple(elts=elements):
+                return tuple(self.expr(e) for e in elements)
+            case ast.Name(id=name) if name in self.tuples:
+                loc = self.source.location(node)
+                return tuple(Ref(self.renames.get(c, c), loc=loc) for c in self.tuples[name])
+            case ast.Call(func=ast.Name() | ast.Attribute() as callee):
+                value = self.resolve_constant(callee)
+                if _is_scan_operator(value):
+                    operator, args = self.scan_call(node, value)
+                    if len(operator.carry) > 1:
+                        loc = self.source.location(node)
+                        return tuple(
+                            Scan(operator, args, i, loc=loc) for i in range(len(operator.carry))
+                        )
+        return None
+
+    def scan_call(self, node: ast.Call, value: object) -> tuple[ScanOperatorIR, tuple[Expr, ...]]:
+        """The scan operator ``value`` called by ``node``, and its point arguments."""
+        if self.in_scan:
+            raise self.error(DSLSyntaxError, "a scan operator cannot call another scan", node)
+        operator = parse_scan_operator(value.definition)  # type: ignore[attr-defined]
+        arguments = call_arguments(node, operator.name, operator.params, node.keywords, self.source)
+        return operator, tuple(self.expr(a) for a in arguments)
 
     def offsets(self, node: ast.Call) -> tuple[tuple[str, int], ...]:
         if node.keywords:
@@ -417,11 +499,13 @@ class _ExprParser:
 
 def call_arguments(
     node: ast.Call,
-    operator: FieldOperatorIR,
+    callee: str,
+    params: tuple[Param, ...],
     keywords: list[ast.keyword],
     source: FunctionSource,
 ) -> list[ast.expr]:
-    """The argument expressions of a call of ``operator``, in parameter order.
+    """The argument expressions of a call of ``callee`` (taking ``params``), in parameter
+    order.
 
     ``keywords`` are the call's keyword arguments naming parameters (a program's ``out=``
     and ``domain=`` already taken out).
@@ -429,8 +513,8 @@ def call_arguments(
     Raises:
         DSLTypeError: too many or missing arguments, an unknown or repeated keyword.
     """
-    names = [p.name for p in operator.params]
-    takes = f"{operator.name}() takes {len(names)} argument(s) ({', '.join(names)})"
+    names = [p.name for p in params]
+    takes = f"{callee}() takes {len(names)} argument(s) ({', '.join(names)})"
     if len(node.args) > len(names):
         raise source.error(DSLTypeError, f"{takes}, got {len(node.args)}", node)
     bound: dict[str, ast.expr] = dict(zip(names, node.args, strict=False))
@@ -440,18 +524,18 @@ def call_arguments(
         if keyword.arg not in names:
             raise source.error(
                 DSLTypeError,
-                f"{operator.name}() has no parameter {keyword.arg!r}; {takes}",
+                f"{callee}() has no parameter {keyword.arg!r}; {takes}",
                 keyword,
             )
         if keyword.arg in bound:
             raise source.error(
-                DSLTypeError, f"{operator.name}() got argument {keyword.arg!r} twice", keyword
+                DSLTypeError, f"{callee}() got argument {keyword.arg!r} twice", keyword
             )
         bound[keyword.arg] = keyword.value
     missing = [name for name in names if name not in bound]
     if missing:
         raise source.error(
-            DSLTypeError, f"{operator.name}() is missing argument(s): {', '.join(missing)}", node
+            DSLTypeError, f"{callee}() is missing argument(s): {', '.join(missing)}", node
         )
     return [bound[name] for name in names]
 
@@ -547,6 +631,24 @@ def _parse_block(
     source = parser.source
     for index, statement in enumerate(statements):
         match statement:
+            case ast.Assign(targets=[target], value=value) if parser.values(value) is not None:
+                items = parser.values(value)
+                assert items is not None
+                loc = source.location(statement)
+                names = (
+                    _target_names(target, source)
+                    if isinstance(target, ast.Tuple)
+                    # A tuple kept whole: one local per component.
+                    else _tuple_local(parser, _target_names(target, source)[0], len(items))
+                )
+                if len(names) != len(items):
+                    raise source.error(
+                        DSLTypeError,
+                        f"{len(items)} value(s) unpacked into {len(names)} name(s)",
+                        statement,
+                    )
+                for name, item in zip(names, items, strict=True):
+                    body.append(Assign(_bind(parser, (name,)), item, loc=loc))
             case ast.Assign(targets=[target], value=value):
                 names = _target_names(target, source)
                 expr = parser.expr(value)
@@ -565,8 +667,15 @@ def _parse_block(
                         "statements after `return` are not allowed",
                         statements[index + 1],
                     )
-                items = value.elts if isinstance(value, ast.Tuple) else [value]
-                return tuple(parser.expr(item) for item in items)
+                values = parser.values(value)
+                return values if values is not None else (parser.expr(value),)
+            case ast.If() if parser.in_scan:
+                raise source.error(
+                    DSLSyntaxError,
+                    "a scan operator's values are per point: `if` is not supported in it; "
+                    "choose with where(c, a, b)",
+                    statement,
+                )
             case ast.If(test=test, body=then, orelse=otherwise):
                 rest = statements[index + 1 :]
                 if _returns(then) and not otherwise:
@@ -581,6 +690,13 @@ def _parse_block(
                 )
                 raise source.error(DSLSyntaxError, message, statement)
     return None
+
+
+def _tuple_local(parser: _ExprParser, name: str, size: int) -> tuple[str, ...]:
+    """Make ``name`` a tuple of ``size`` component locals; their names."""
+    components = tuple(f"{name}__{i}" for i in range(size))
+    parser.tuples[name] = components
+    return components
 
 
 def _returns(statements: list[ast.stmt]) -> bool:
@@ -694,6 +810,160 @@ def _target_names(target: ast.expr, source: FunctionSource) -> tuple[str, ...]:
     )
 
 
+_SCAN_CACHE: weakref.WeakKeyDictionary[ProgramDefinition, ScanOperatorIR] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
+    """Parse a scan operator's definition into untyped IR.
+
+    Raises:
+        DSLTypeError: a parameter that is not a dtype, a return annotation or ``init`` that
+            does not match the carry.
+    """
+    cached = _SCAN_CACHE.get(definition)
+    if cached is not None:
+        return cached
+    settings = definition.scan
+    assert settings is not None
+    function = definition.function
+    source = function_source(function)
+    where = source.function_def
+    if not where.args.args:
+        raise source.error(
+            DSLTypeError, f"scan operator {function.__name__!r} needs a carry parameter", where
+        )
+    carry_arg, *point_args = where.args.args
+    annotations = _annotations(function)
+    carry_types = _carry_types(carry_arg, annotations.get(carry_arg.arg), source)
+    # The point values, typed as any DSL parameter is (the carry set aside).
+    point_params = parameter_types(function, source, first=1)
+    for param, node in zip(point_params, point_args, strict=True):
+        if not isinstance(param.type, ScalarType):
+            raise source.error(
+                DSLTypeError,
+                f"parameter {param.name!r} of a scan operator is a value at one point: "
+                "annotate it with a dtype like float64 (the call passes fields)",
+                node,
+            )
+    declared = _annotations(function).get("return")
+    returned = _scan_return_types(declared, source)
+    if returned != tuple(t.dtype for t in carry_types):
+        raise source.error(
+            DSLTypeError,
+            f"scan operator {function.__name__!r} returns "
+            f"{_describe_dtypes(returned)} but its carry is {_describe_dtypes(carry_types)}; "
+            "annotate the return like the carry",
+            source.function_def.returns or where,
+        )
+    init = _scan_init(settings.init, carry_types, function.__name__, source)
+    tuple_carry = isinstance(settings.init, tuple)
+    carry = (
+        tuple(Param(f"{carry_arg.arg}__{i}", t) for i, t in enumerate(carry_types))
+        if tuple_carry
+        else (Param(carry_arg.arg, carry_types[0]),)
+    )
+    env = {p.name: p.type for p in (*carry, *point_params)}
+    parser = _ExprParser(function, source, env)
+    parser.in_scan = True
+    if tuple_carry:
+        parser.tuples[carry_arg.arg] = tuple(p.name for p in carry)
+    body: list[Assign] = []
+    results = _parse_block(_without_docstring(source.function_def.body), parser, body)
+    if results is None:
+        raise source.error(
+            DSLSyntaxError, f"scan operator {function.__name__!r} must return the new carry", where
+        )
+    if len(results) != len(carry):
+        raise source.error(
+            DSLTypeError,
+            f"{function.__name__!r} returns {len(results)} value(s) but its carry has {len(carry)}",
+            source.function_def.body[-1],
+        )
+    operator = ScanOperatorIR(
+        function.__name__,
+        settings.axis,
+        settings.forward,
+        init,
+        carry,
+        tuple(point_params),
+        tuple(body),
+        results,
+        loc=source.location(where),
+    )
+    _SCAN_CACHE[definition] = operator
+    return operator
+
+
+def _carry_types(
+    arg: ast.arg, annotation: object, source: FunctionSource
+) -> tuple[ScalarType, ...]:
+    """The dtype of each carry component, from the carry's annotation."""
+    items = (
+        annotation.__args__
+        if isinstance(annotation, types.GenericAlias) and annotation.__origin__ is tuple
+        else (annotation,)
+    )
+    dtypes = [as_dtype(item) for item in items]
+    if annotation is None or any(d is None for d in dtypes):
+        raise source.error(
+            DSLTypeError,
+            f"annotate the carry {arg.arg!r} of a scan operator with a dtype (float64) or a "
+            "tuple of dtypes (tuple[float64, float64])",
+            arg.annotation or arg,
+        )
+    return tuple(ScalarType(d) for d in dtypes if d is not None)
+
+
+def _scan_return_types(declared: object, source: FunctionSource) -> tuple[np.dtype[Any], ...]:
+    items = (
+        declared.__args__
+        if isinstance(declared, types.GenericAlias) and declared.__origin__ is tuple
+        else (declared,)
+    )
+    dtypes = tuple(as_dtype(item) for item in items)
+    return tuple(d for d in dtypes if d is not None) if all(d is not None for d in dtypes) else ()
+
+
+def _describe_dtypes(items: tuple[Any, ...]) -> str:
+    names = [str(getattr(item, "dtype", item)) for item in items]
+    return names[0] if len(names) == 1 else f"({', '.join(names)})" if names else "no dtype"
+
+
+def _scan_init(
+    init: object, carry: tuple[ScalarType, ...], name: str, source: FunctionSource
+) -> tuple[bool | int | float, ...]:
+    """``init`` as one number per carry component, each of its component's kind."""
+    values = init if isinstance(init, tuple) else (init,)
+    problem = None
+    if len(values) != len(carry):
+        problem = f"has {len(values)} value(s) for a carry of {len(carry)}"
+    else:
+        for value, carry_type in zip(values, carry, strict=True):
+            kind = carry_type.dtype.kind
+            number = value.item() if isinstance(value, np.generic) else value
+            fits = (
+                isinstance(number, bool)
+                if kind == "b"
+                else isinstance(number, int) and not isinstance(number, bool)
+                if kind in "iu"
+                else isinstance(number, float)
+            )
+            if not fits:
+                problem = f"value {value!r} does not match the carry's {carry_type.dtype}"
+                break
+    if problem is not None:
+        raise source.error(
+            DSLTypeError,
+            f"init of scan operator {name!r} {problem}; give init one "
+            f"{'tuple of ' if len(carry) > 1 else ''}number(s) of the carry's dtype(s) "
+            f"({_describe_dtypes(carry)})",
+            source.function_def,
+        )
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+
+
 def parse_program(definition: ProgramDefinition) -> ProgramIR:
     """Parse a program (or a field operator called directly) into untyped IR.
 
@@ -737,14 +1007,20 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
         if isinstance(node.func, ast.Name | ast.Attribute)
         else _MISSING
     )
-    if not _is_field_operator(callee):
+    if not (_is_field_operator(callee) or _is_scan_operator(callee)):
         raise source.error(
             DSLTypeError,
             f"{ast.unparse(node.func)!r} is not a field operator; a program can only "
-            "call field operators",
+            "call field operators and scan operators",
             node.func,
         )
-    operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
+    operator: FieldOperatorIR | ScanOperatorIR
+    if _is_scan_operator(callee):
+        operator = parse_scan_operator(callee.definition)  # type: ignore[attr-defined]
+        result_count = len(operator.carry)
+    else:
+        operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
+        result_count = len(operator.result_types)
     keywords = {k.arg: k for k in node.keywords}
     if "out" not in keywords:
         raise source.error(
@@ -755,14 +1031,14 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
     out_node = keywords["out"].value
     out_items = out_node.elts if isinstance(out_node, ast.Tuple) else [out_node]
     outputs = tuple(_output_target(item, parser, params) for item in out_items)
-    if len(outputs) != len(operator.result_types):
+    if len(outputs) != result_count:
         raise source.error(
             DSLTypeError,
-            f"{operator.name!r} returns {len(operator.result_types)} field(s) but out= gives "
-            f"{len(outputs)}",
+            f"{operator.name!r} returns {result_count} field(s) but out= gives {len(outputs)}",
             out_node,
         )
-    arguments = call_arguments(node, operator, [k for k in node.keywords if k.arg != "out"], source)
+    keyword_args = [k for k in node.keywords if k.arg != "out"]
+    arguments = call_arguments(node, operator.name, operator.params, keyword_args, source)
     args: list[Expr] = []
     for arg in arguments:
         if isinstance(arg, ast.Name) and arg.id in params:
@@ -777,8 +1053,13 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
                     arg,
                 )
             args.append(value)
-    call = OperatorCall(operator, tuple(args), loc=source.location(node))
-    return Stencil((), (call,), outputs, operator.name, loc=source.location(node))
+    loc = source.location(node)
+    results: tuple[Expr, ...]
+    if isinstance(operator, ScanOperatorIR):
+        results = tuple(Scan(operator, tuple(args), i, loc=loc) for i in range(result_count))
+    else:
+        results = (OperatorCall(operator, tuple(args), loc=loc),)
+    return Stencil((), results, outputs, operator.name, loc=loc)
 
 
 def _output_target(node: ast.expr, parser: _ExprParser, params: Mapping[str, Type]) -> OutputTarget:

@@ -38,6 +38,8 @@ __all__ = [
     "Param",
     "ProgramIR",
     "Ref",
+    "Scan",
+    "ScanOperatorIR",
     "SourceLocation",
     "Stencil",
     "Type",
@@ -134,7 +136,24 @@ class OperatorCall:
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
-Expr: TypeAlias = Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall
+@attrs.frozen
+class Scan:
+    """Component ``component`` of a scan operator's carry, swept along its axis over the
+    stencil's domain, with ``args`` the point values at each position.
+
+    Several ``Scan`` nodes with the same operator and arguments are one sweep (one per
+    component of a tuple carry). A scan's value is only read where it is computed: never at
+    a shifted position.
+    """
+
+    operator: ScanOperatorIR
+    args: tuple[Expr, ...]
+    component: int = 0
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+Expr: TypeAlias = Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall | Scan
 
 
 @attrs.frozen
@@ -163,6 +182,30 @@ class FieldOperatorIR:
     body: tuple[Assign, ...]
     results: tuple[Expr, ...]
     result_types: tuple[FieldType, ...]
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+@attrs.frozen
+class ScanOperatorIR:
+    """A scan operator: ``(carry, *point values) -> new carry``, swept along ``axis``.
+
+    Attributes:
+        axis: the dimension swept, from its first point (``forward``) or its last.
+        init: the carry before the first point, one value per component.
+        carry: one scalar parameter per component of the carry.
+        params: the point values, scalars at each position.
+        body: statements over the carry and the point values (no shifts).
+        results: the new carry, one expression per component.
+    """
+
+    name: str
+    axis: str
+    forward: bool
+    init: tuple[bool | int | float, ...]
+    carry: tuple[Param, ...]
+    params: tuple[Param, ...]
+    body: tuple[Assign, ...]
+    results: tuple[Expr, ...]
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 

@@ -13,6 +13,7 @@ from pipeline.ir.nodes import (
     OutputTarget,
     ProgramIR,
     Ref,
+    Scan,
     Stencil,
     UnaryOp,
 )
@@ -63,6 +64,11 @@ def format_expr(expr: Expr, parent: int = 0) -> str:
             return f"astype({format_expr(value)}, {dtype})"
         case OperatorCall(operator=operator, args=args):
             return f"{operator.name}({', '.join(format_expr(a) for a in args)})"
+        case Scan(operator=operator, args=args, component=component):
+            direction = "forward" if operator.forward else "backward"
+            carry = f"[{component}]" if len(operator.carry) > 1 else ""
+            arguments = ", ".join(format_expr(a) for a in args)
+            return f"scan_{direction}[{operator.axis}] {operator.name}({arguments}){carry}"
     raise TypeError(f"not an IR expression: {expr!r}")
 
 

@@ -13,8 +13,17 @@ import attrs
 
 from pipeline.dsl.types import FieldType
 from pipeline.errors import DSLTypeError
-from pipeline.ir.nodes import DimExtent, Expr, FieldExtent, ProgramIR, Ref, Stencil, combine_offsets
-from pipeline.passes.traversal import walk
+from pipeline.ir.nodes import (
+    DimExtent,
+    Expr,
+    FieldExtent,
+    ProgramIR,
+    Ref,
+    Scan,
+    Stencil,
+    combine_offsets,
+)
+from pipeline.passes.traversal import contains_scan, walk
 
 __all__ = ["analyse_extents"]
 
@@ -60,6 +69,7 @@ def _analyse(program_name: str, stencil: Stencil, field_params: dict[str, FieldT
         if isinstance(t, FieldType) and name in reads
     )
     _check_no_shifted_self_reads(program_name, stencil, extents)
+    _check_scans(program_name, stencil)
     return attrs.evolve(stencil, extents=extents, local_extents=local_extents)
 
 
@@ -83,6 +93,41 @@ def _check_no_shifted_self_reads(
                 "the order points are computed in. Pass the input and the output as separate "
                 "arrays",
             )
+
+
+def _check_scans(program_name: str, stencil: Stencil) -> None:
+    """A stencil sweeps once: all its scans run along one axis in one direction, and what
+    they compute is read where it is computed (a sweep has no value elsewhere yet)."""
+    definitions = {a.targets[0]: a.value for a in stencil.body}
+    exprs = (*definitions.values(), *stencil.results)
+    scans = [node for expr in exprs for node in walk(expr) if isinstance(node, Scan)]
+    if not scans:
+        return
+    sweeps = sorted({(s.operator.axis, s.operator.forward) for s in scans})
+    if len(sweeps) > 1:
+        described = " and ".join(
+            f"{'forward' if forward else 'backward'} along {axis}" for axis, forward in sweeps
+        )
+        raise DSLTypeError.at(
+            stencil.loc,
+            f"{program_name}: the call of {stencil.operator_name!r} sweeps {described}; one "
+            "call sweeps once. Split it into two calls in the program, passing the first "
+            "sweep's result as a field",
+        )
+    for expr in exprs:
+        for node in walk(expr):
+            if (
+                isinstance(node, Ref)
+                and node.offsets
+                and node.name in definitions
+                and contains_scan(definitions[node.name], definitions)
+            ):
+                raise DSLTypeError.at(
+                    node.loc or stencil.loc,
+                    f"{program_name}: a scan's result is read shifted; a sweep has a value "
+                    "only where it is computed. Write it to a field with out= in the program "
+                    "and read that field shifted in the next call",
+                )
 
 
 def analyse_extents(program: ProgramIR) -> ProgramIR:

@@ -6,9 +6,19 @@ from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
-from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, OperatorCall, Ref, UnaryOp
+from pipeline.ir.nodes import (
+    BinaryOp,
+    Call,
+    Cast,
+    Expr,
+    Literal,
+    OperatorCall,
+    Ref,
+    Scan,
+    UnaryOp,
+)
 
-__all__ = ["children", "map_children", "substitute", "walk"]
+__all__ = ["children", "contains_scan", "map_children", "substitute", "walk"]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -18,7 +28,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
             return (operand,)
         case BinaryOp(left=left, right=right):
             return (left, right)
-        case Call(args=args) | OperatorCall(args=args):
+        case Call(args=args) | OperatorCall(args=args) | Scan(args=args):
             return args
         case Cast(value=value):
             return (value,)
@@ -32,7 +42,7 @@ def map_children(expr: Expr, function: Callable[[Expr], Expr]) -> Expr:
             return attrs.evolve(expr, operand=function(operand))
         case BinaryOp(left=left, right=right):
             return attrs.evolve(expr, left=function(left), right=function(right))
-        case Call(args=args) | OperatorCall(args=args):
+        case Call(args=args) | OperatorCall(args=args) | Scan(args=args):
             return attrs.evolve(expr, args=tuple(function(a) for a in args))
         case Cast(value=value):
             return attrs.evolve(expr, value=function(value))
@@ -59,3 +69,18 @@ def substitute(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
         assert isinstance(replacement, Literal)
         return replacement
     return map_children(expr, lambda child: substitute(child, mapping))
+
+
+def contains_scan(expr: Expr, definitions: Mapping[str, Expr] | None = None) -> bool:
+    """Whether ``expr`` computes a scan, directly or through the locals in ``definitions``."""
+    definitions = definitions or {}
+    for node in walk(expr):
+        if isinstance(node, Scan):
+            return True
+        if (
+            isinstance(node, Ref)
+            and node.name in definitions
+            and contains_scan(definitions[node.name], definitions)
+        ):
+            return True
+    return False

@@ -32,13 +32,15 @@ from pipeline.ir.nodes import (
     OperatorCall,
     ProgramIR,
     Ref,
+    Scan,
+    ScanOperatorIR,
     SourceLocation,
     Stencil,
     Type,
     UnaryOp,
 )
 
-__all__ = ["infer_types", "promote", "type_operator"]
+__all__ = ["infer_types", "promote", "type_operator", "type_scan_operator"]
 
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 _COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
@@ -161,7 +163,32 @@ class _Typer:
                 )
             case OperatorCall(args=args):
                 return self.operator_call(expr, tuple(self.expr(a) for a in args))
+            case Scan(args=args):
+                return self.scan(expr, tuple(self.expr(a) for a in args))
         raise TypeError(f"not an IR expression: {expr!r}")
+
+    def scan(self, expr: Scan, args: tuple[Expr, ...]) -> Expr:
+        operator = type_scan_operator(expr.operator)
+        for param, arg in zip(operator.params, args, strict=True):
+            assert arg.type is not None and isinstance(param.type, ScalarType)
+            if not (_weak(arg.type) or arg.type.dtype == param.type.dtype):
+                raise _error(
+                    f"argument {param.name!r} of scan operator {operator.name!r} is "
+                    f"{param.type.dtype}, got {arg.type}; convert with "
+                    f"astype(x, {param.type.dtype})",
+                    arg.loc or expr.loc,
+                )
+        dims = _merge_dims([a.type for a in args if a.type is not None])
+        if dims is None or operator.axis not in {d.name for d in dims}:
+            got = ", ".join(d.name for d in dims or ())
+            raise _error(
+                f"scan operator {operator.name!r} sweeps {operator.axis}, but no argument has "
+                f"dimension {operator.axis} (they have: {got or 'none'}); pass at least one "
+                f"field over {operator.axis}",
+                expr.loc,
+            )
+        dtype = operator.carry[expr.component].type.dtype
+        return attrs.evolve(expr, operator=operator, args=args, type=FieldType(dims, dtype))
 
     def binary(self, expr: BinaryOp, left: Expr, right: Expr) -> Expr:
         a, b, op = left.type, right.type, expr.op
@@ -345,6 +372,36 @@ def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
     typed = attrs.evolve(operator, body=body, results=results)
     _TYPED[id(operator)] = typed
     weakref.finalize(operator, _TYPED.pop, id(operator), None)
+    return typed
+
+
+_TYPED_SCANS: dict[int, ScanOperatorIR] = {}
+
+
+def type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
+    """Type a scan operator's body and check its new carry against the carry's dtypes."""
+    cached = _TYPED_SCANS.get(id(operator))
+    if cached is not None:
+        return cached
+    typer = _Typer({p.name: p.type for p in (*operator.carry, *operator.params)})
+    body = tuple(typer.assign(a) for a in operator.body)
+    results = tuple(typer.expr(r) for r in operator.results)
+    for index, (result, carry) in enumerate(zip(results, operator.carry, strict=True)):
+        got = result.type
+        assert got is not None
+        which = f"component {index} of the new carry" if len(results) > 1 else "the new carry"
+        if isinstance(got, FieldType):
+            raise _error(f"{which} of {operator.name!r} is a field", result.loc)
+        dtype = promote(carry.type, got, which, result.loc)[0] if _weak(got) else got.dtype
+        if dtype != carry.type.dtype:
+            raise _error(
+                f"{which} of {operator.name!r} is {got.dtype} but the carry is "
+                f"{carry.type.dtype}; convert with astype(..., {carry.type.dtype})",
+                result.loc,
+            )
+    typed = attrs.evolve(operator, body=body, results=results)
+    _TYPED_SCANS[id(operator)] = typed
+    weakref.finalize(operator, _TYPED_SCANS.pop, id(operator), None)
     return typed
 
 
