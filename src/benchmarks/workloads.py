@@ -19,7 +19,16 @@ from typing import Any
 import attrs
 import numpy as np
 
-from pipeline import Dimension, Field, Program, field_operator, float64, program, where
+from pipeline import (
+    Dimension,
+    Field,
+    Program,
+    field_operator,
+    float64,
+    program,
+    scan_operator,
+    where,
+)
 
 __all__ = [
     "SIZES",
@@ -59,7 +68,11 @@ class Workload:
         halo: the width of the untouched border in I and J (the stencil's reach).
         inputs: names of the input fields, in the program's parameter order.
         scalars: scalar parameters and their values, in the program's parameter order after
-            the inputs; the output ``out`` is the last parameter.
+            the inputs.
+        temporaries: fields the program writes between its calls (a sweep's results read
+            by the next sweep), after the scalars; the output ``out`` is the last parameter.
+        k_halo: the width of the untouched border in K.
+        input_ranges: per input, the interval its values are drawn from (default -1 to 1).
     """
 
     name: str
@@ -68,25 +81,31 @@ class Workload:
     halo: int
     inputs: tuple[str, ...] = ("inp",)
     scalars: Mapping[str, float] = attrs.field(factory=dict)
+    temporaries: tuple[str, ...] = ()
+    k_halo: int = 0
+    input_ranges: Mapping[str, tuple[float, float]] = attrs.field(factory=dict)
 
     @property
     def parameters(self) -> tuple[str, ...]:
-        """The program's parameters in call order: inputs, scalars, ``out``."""
-        return (*self.inputs, *self.scalars, "out")
+        """The program's parameters in call order: inputs, scalars, temporaries, ``out``."""
+        return (*self.inputs, *self.scalars, *self.temporaries, "out")
 
     @property
     def domain(self) -> tuple[slice, slice, slice]:
         """The slice of ``out`` that the program writes."""
-        h = self.halo
-        return (slice(h, -h), slice(h, -h), slice(None))
+        h, k = self.halo, self.k_halo
+        return (slice(h, -h or None), slice(h, -h or None), slice(k, -k or None))
 
     def host_arguments(self, shape: tuple[int, int, int], seed: int = 0) -> HostArguments:
-        """Deterministic NumPy arguments by parameter name (``out`` filled with a sentinel)."""
+        """Deterministic NumPy arguments by parameter name (``out`` filled with a sentinel,
+        temporaries with zeros)."""
         rng = np.random.default_rng(seed)
         arguments: HostArguments = {
-            name: rng.uniform(-1.0, 1.0, shape) for name in self.inputs
+            name: rng.uniform(*self.input_ranges.get(name, (-1.0, 1.0)), shape)
+            for name in self.inputs
         }
         arguments.update(self.scalars)
+        arguments.update({name: np.zeros(shape) for name in self.temporaries})
         arguments["out"] = np.full(shape, OUT_SENTINEL)
         return arguments
 
@@ -179,3 +198,154 @@ def hdiff_kernel(xp: Any, inp: Any, coeff: float) -> Any:
 
 
 register(Workload("hdiff", hdiff, hdiff_kernel, halo=2, scalars={"coeff": 0.025}))
+
+
+# --------------------------------------------------------------------------- tridiagonal
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 0.0))
+def thomas_forward(
+    state: tuple[float64, float64], a: float64, b: float64, c: float64, d: float64
+) -> tuple[float64, float64]:
+    """The Thomas algorithm's forward sweep: the modified upper diagonal and right side."""
+    cp, dp = state
+    divided = 1.0 / (b - a * cp)
+    return c * divided, (d - a * dp) * divided
+
+
+@scan_operator(axis=K, forward=False, init=0.0)
+def thomas_backward(x_above: float64, cp: float64, dp: float64) -> float64:
+    """The Thomas algorithm's back substitution, from the top level down."""
+    return dp - cp * x_above
+
+
+@program
+def tridiagonal(a: IJK, b: IJK, c: IJK, d: IJK, cp: IJK, dp: IJK, out: IJK):
+    thomas_forward(a, b, c, d, out=(cp, dp))
+    thomas_backward(cp, dp, out=out)
+
+
+def thomas_kernel(xp: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
+    """Solve the tridiagonal systems along K (``a`` below, ``b`` on, ``c`` above the
+    diagonal): a Python loop over K with whole-plane operations."""
+    levels = a.shape[2]
+    cp: list[Any] = []
+    dp: list[Any] = []
+    for k in range(levels):
+        below_c = cp[-1] if cp else 0.0
+        below_d = dp[-1] if dp else 0.0
+        divided = 1.0 / (b[:, :, k] - a[:, :, k] * below_c)
+        cp.append(c[:, :, k] * divided)
+        dp.append((d[:, :, k] - a[:, :, k] * below_d) * divided)
+    x: list[Any] = [None] * levels
+    above: Any = 0.0
+    for k in reversed(range(levels)):
+        above = dp[k] - cp[k] * above
+        x[k] = above
+    return xp.stack(x, axis=2)
+
+
+register(
+    Workload(
+        "tridiagonal",
+        tridiagonal,
+        thomas_kernel,
+        halo=0,
+        inputs=("a", "b", "c", "d"),
+        temporaries=("cp", "dp"),
+        input_ranges={"a": (0.0, 1.0), "b": (3.0, 4.0), "c": (0.0, 1.0)},
+    )
+)
+
+
+# --------------------------------------------------------------------------- vertical advection
+
+#: The implicit weights of the vertical advection (Crank-Nicolson: half and half).
+BET_M = 0.5
+BET_P = 0.5
+
+
+@field_operator
+def vadv_coefficients(
+    wcon: IJK, u_stage: IJK, u_pos: IJK, utens: IJK, utens_stage: IJK, dtr_stage: float64
+) -> tuple[IJK, IJK, IJK, IJK]:
+    """The tridiagonal system of one implicit vertical advection step of a dycore (the
+    COSMO ``vertical_advection_dycore``): ``wcon`` is staggered in I and K."""
+    gav = -0.25 * (wcon(I + 1) + wcon)
+    gcv = 0.25 * (wcon(I + 1, K + 1) + wcon(K + 1))
+    below = gav * BET_P
+    above = gcv * BET_P
+    diagonal = dtr_stage - below - above
+    correction = -gav * BET_M * (u_stage(K - 1) - u_stage) - gcv * BET_M * (
+        u_stage(K + 1) - u_stage
+    )
+    right = dtr_stage * u_pos + utens + utens_stage + correction
+    return below, diagonal, above, right
+
+
+@field_operator
+def vadv_forward(
+    wcon: IJK, u_stage: IJK, u_pos: IJK, utens: IJK, utens_stage: IJK, dtr_stage: float64
+) -> tuple[IJK, IJK]:
+    a, b, c, d = vadv_coefficients(wcon, u_stage, u_pos, utens, utens_stage, dtr_stage)
+    return thomas_forward(a, b, c, d)
+
+
+@field_operator
+def vadv_backward(cp: IJK, dp: IJK, u_pos: IJK, dtr_stage: float64) -> IJK:
+    return dtr_stage * (thomas_backward(cp, dp) - u_pos)
+
+
+@program
+def vertical_advection(
+    wcon: IJK,
+    u_stage: IJK,
+    u_pos: IJK,
+    utens: IJK,
+    utens_stage: IJK,
+    dtr_stage: float64,
+    cp: IJK,
+    dp: IJK,
+    out: IJK,
+):
+    vadv_forward(
+        wcon,
+        u_stage,
+        u_pos,
+        utens,
+        utens_stage,
+        dtr_stage,
+        out=(cp[1:-1, 1:-1, 1:-1], dp[1:-1, 1:-1, 1:-1]),
+    )
+    vadv_backward(cp, dp, u_pos, dtr_stage, out=out[1:-1, 1:-1, 1:-1])
+
+
+def vadv_kernel(
+    xp: Any, wcon: Any, u_stage: Any, u_pos: Any, utens: Any, utens_stage: Any, dtr_stage: float
+) -> Any:
+    """``vertical_advection`` on ``[1:-1, 1:-1, 1:-1]`` in NumPy slicing."""
+    inner = (slice(1, -1), slice(1, -1), slice(1, -1))
+    gav = -0.25 * (wcon[2:, 1:-1, 1:-1] + wcon[1:-1, 1:-1, 1:-1])
+    gcv = 0.25 * (wcon[2:, 1:-1, 2:] + wcon[1:-1, 1:-1, 2:])
+    below, above = gav * BET_P, gcv * BET_P
+    diagonal = dtr_stage - below - above
+    centre = u_stage[inner]
+    correction = -gav * BET_M * (u_stage[1:-1, 1:-1, :-2] - centre) - gcv * BET_M * (
+        u_stage[1:-1, 1:-1, 2:] - centre
+    )
+    right = dtr_stage * u_pos[inner] + utens[inner] + utens_stage[inner] + correction
+    return dtr_stage * (thomas_kernel(xp, below, diagonal, above, right) - u_pos[inner])
+
+
+register(
+    Workload(
+        "vertical_advection",
+        vertical_advection,
+        vadv_kernel,
+        halo=1,
+        inputs=("wcon", "u_stage", "u_pos", "utens", "utens_stage"),
+        scalars={"dtr_stage": 3.0},
+        temporaries=("cp", "dp"),
+        k_halo=1,
+    )
+)

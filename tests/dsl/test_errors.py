@@ -26,6 +26,7 @@ from pipeline import (
     int32,
     metrics,
     program,
+    scan_operator,
     where,
 )
 
@@ -131,6 +132,69 @@ def identity_op(f: IJK) -> IJK:
     return f
 
 
+@scan_operator(axis=K, forward=True, init=0.5)
+def int_carry(carry: int32, a: int32) -> int32:  # E:scan-init
+    return carry + a
+
+
+@field_operator
+def with_init_mismatch(f: IJKi) -> IJKi:
+    return int_carry(f)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def wrong_return(carry: float64, a: float64) -> float32:  # E:scan-return
+    return carry + a
+
+
+@field_operator
+def with_return_mismatch(f: IJK) -> IJK:
+    return wrong_return(f)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def field_param(carry: float64, a: IJK) -> float64:  # E:scan-field-param
+    return carry + a
+
+
+@field_operator
+def with_field_point_value(f: IJK) -> IJK:
+    return field_param(f)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def running(carry: float64, a: float64) -> float64:
+    return carry + a
+
+
+@field_operator
+def with_shifted_scan(f: IJK) -> IJK:
+    return (running(f))(K - 1)  # E:scan-shift
+
+
+@field_operator
+def with_shifted_scan_local(f: IJK) -> IJK:
+    total = running(f)
+    return total(K - 1)  # E:scan-local-shift
+
+
+@field_operator
+def with_scan_off_axis(f: Field[[I, J], float64]) -> Field[[I, J], float64]:
+    return running(f)  # E:scan-axis
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def branching_scan(carry: float64, a: float64) -> float64:
+    if carry > 0.0:  # E:scan-if
+        return carry
+    return a
+
+
+@field_operator
+def with_if_in_scan(f: IJK) -> IJK:
+    return branching_scan(f)
+
+
 @field_operator
 def with_bool_of_field(f: IJK) -> IJK:
     return where(bool(f), f, -f)  # E:bool-field
@@ -183,6 +247,13 @@ CASES = [
     (with_keyword_twice, DSLTypeError, "E:kw-twice", r"got argument 'f' twice"),
     (with_one_branch_local, DSLSyntaxError, "E:one-branch", r"'y' is assigned in only one branch"),
     (with_one_branch_return, DSLSyntaxError, "E:one-return", r"both branches .* return or neither"),
+    (with_init_mismatch, DSLTypeError, "E:scan-init", r"init of scan operator 'int_carry' value 0.5 does not match the carry's int32"),
+    (with_return_mismatch, DSLTypeError, "E:scan-return", r"returns float32 but its carry is float64"),
+    (with_field_point_value, DSLTypeError, "E:scan-field-param", r"parameter 'a' of a scan operator is a value at one point"),
+    (with_shifted_scan, DSLTypeError, "E:scan-shift", r"scan's result is only read where it is computed"),
+    (with_shifted_scan_local, DSLTypeError, "E:scan-local-shift", r"scan's result is read shifted"),
+    (with_scan_off_axis, DSLTypeError, "E:scan-axis", r"sweeps K, but no argument has dimension K"),
+    (with_if_in_scan, DSLSyntaxError, "E:scan-if", r"`if` is not supported in it"),
 ]
 
 

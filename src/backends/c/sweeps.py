@@ -29,6 +29,8 @@ __all__ = ["generate_sweep"]
 
 
 class _SweepGenerator(_StencilGenerator):
+    block = 16
+
     def generate(self) -> StencilCode:
         sweep = scan_axis(self.stencil)
         assert sweep is not None
@@ -36,10 +38,10 @@ class _SweepGenerator(_StencilGenerator):
         others = [d for d in self.dims if d != axis]
         vector = others[-1] if others else None
         parallel = others[:-1]
-        slot = f"x_{vector} - lo_{vector}" if vector else "0"
-        # The indentation of the loops over the parallel dimensions, of the sweep's step and
-        # of the step's body.
-        loop_indent = "            " + "    " * len(parallel)
+        slot = f"x_{vector} - b_{vector}" if vector else "0"
+        # The loops: over the parallel dimensions and the vector dimension's blocks, the
+        # sweep's steps, the block's points (with the body).
+        loop_indent = "            " + "    " * (len(parallel) + (1 if vector else 0))
         inner = loop_indent + "    "
         body = ExpressionEmitter(self.read, inner + "    ", carry=lambda n, i: f"c{n}_{i}[{slot}]")
         stores = self._store_outputs(body)
@@ -57,22 +59,19 @@ class _SweepGenerator(_StencilGenerator):
         )
         lines = [f"{signature} {{"]
         lines += [
-            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];"
-            for i, d in enumerate(self.dims)
+            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(self.dims)
         ]
         lines += self._unpack()
-        width = f"(hi_{vector} - lo_{vector})" if vector else "1"
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in self.dims)
-        threaded = f"{points} >= {self.parallel_min_points}" if parallel else "0"
+        threaded = f"{points} >= {self.parallel_min_points}" if others else "0"
         lines += [
             "    int failed = 0;",
-            f"    const size_t sf_width = (size_t)({width} > 0 ? {width} : 1);",
             f"    #pragma omp parallel if ({threaded})",
             "    {",
         ]
         for carry, ctype, _, _ in carries:
             lines.append(
-                f"        {ctype}* restrict {carry} = ({ctype}*)malloc(sizeof({ctype}) * sf_width);"
+                f"        {ctype}* restrict {carry} = ({ctype}*)malloc(sizeof({ctype}) * {self.block});"
             )
         have = " && ".join(f"{carry} != NULL" for carry, *_ in carries) or "1"
         lines += [
@@ -88,13 +87,23 @@ class _SweepGenerator(_StencilGenerator):
             "        if (!failed_now) {",
         ]
         outer = "            "
-        if parallel:
-            lines.append(f"{outer}#pragma omp for collapse({len(parallel)}) schedule(static)")
-        for depth, d in enumerate(parallel):
-            lines.append(
-                f"{outer}{'    ' * depth}for (int64_t x_{d} = lo_{d}; x_{d} < hi_{d}; ++x_{d}) {{"
+        loops = [f"for (int64_t x_{d} = lo_{d}; x_{d} < hi_{d}; ++x_{d}) {{" for d in parallel]
+        if vector:
+            loops.append(
+                f"for (int64_t b_{vector} = lo_{vector}; b_{vector} < hi_{vector}; "
+                f"b_{vector} += {self.block}) {{"
             )
-        lines.append(f"{loop_indent}for (size_t v = 0; v < sf_width; ++v) {{")
+        if loops:
+            lines.append(f"{outer}#pragma omp for collapse({len(loops)}) schedule(static)")
+        for depth, loop in enumerate(loops):
+            lines.append(f"{outer}{'    ' * depth}{loop}")
+        if vector:
+            lines.append(
+                f"{loop_indent}const int64_t e_{vector} = b_{vector} + {self.block} < hi_{vector} "
+                f"? b_{vector} + {self.block} : hi_{vector};"
+            )
+        count = f"e_{vector} - b_{vector}" if vector else "1"
+        lines.append(f"{loop_indent}for (int64_t v = 0; v < {count}; ++v) {{")
         for carry, ctype, _, init in carries:
             lines.append(f"{loop_indent}    {carry}[v] = ({ctype}){_init_text(init)};")
         lines.append(f"{loop_indent}}}")
@@ -109,7 +118,7 @@ class _SweepGenerator(_StencilGenerator):
         if vector:
             lines.append(f"{inner}#pragma omp simd")
             lines.append(
-                f"{inner}for (int64_t x_{vector} = lo_{vector}; x_{vector} < hi_{vector}; ++x_{vector}) {{"
+                f"{inner}for (int64_t x_{vector} = b_{vector}; x_{vector} < e_{vector}; ++x_{vector}) {{"
             )
         else:
             lines.append(f"{inner}{{")
@@ -118,7 +127,7 @@ class _SweepGenerator(_StencilGenerator):
         lines += [f"{inner}    {carry}[{slot}] = {value};" for carry, _, value, _ in carries]
         lines.append(f"{inner}}}")
         lines.append(f"{loop_indent}}}")
-        for depth in reversed(range(len(parallel))):
+        for depth in reversed(range(len(loops))):
             lines.append(f"{outer}{'    ' * depth}}}")
         lines.append("        }")
         lines += [f"        free({carry});" for carry, *_ in carries]

@@ -517,7 +517,7 @@ def _common_domain(
 def _plane(ns: Any, array: Any, axis: int, index: int) -> Any:
     """``array`` at ``index`` along ``axis`` (index 0 where the array is broadcast there)."""
     at = index if array.shape[axis] > 1 else 0
-    return array[(slice(None),) * axis + (at,)]
+    return array[(*(slice(None),) * axis, at, ...)]
 
 
 def _full_plane(

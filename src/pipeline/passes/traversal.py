@@ -65,7 +65,8 @@ def substitute(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
     if isinstance(expr, Ref) and expr.name in mapping:
         replacement = mapping[expr.name]
         if isinstance(replacement, Ref):
-            return replacement.shifted(expr.offsets)
+            # The read keeps its own location: errors about it point where it is written.
+            return attrs.evolve(replacement.shifted(expr.offsets), loc=expr.loc or replacement.loc)
         assert isinstance(replacement, Literal)
         return replacement
     return map_children(expr, lambda child: substitute(child, mapping))
