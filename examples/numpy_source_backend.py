@@ -148,59 +148,92 @@ def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) 
 def _sweep_lines(
     ir: ProgramIR, stencil: Stencil, results: list[Expr], scans: list[Scan]
 ) -> list[str]:
-    """A stencil that runs scans: a Python loop along the scan's axis, one plane per step
-    (the other dimensions as whole slices), each scan's carry an array over the plane."""
+    """A stencil that runs scans: each scan, in an order where it follows the scans it
+    reads, is a Python loop along its axis over planes (its carry an array over the plane)
+    whose results are joined into an array over the domain; then the outputs, as usual."""
     first = ir.param(stencil.outputs[0].name).type
     assert isinstance(first, FieldType)
     dims = first.dim_names
     bounds = [_bounds(dim, axis) for axis, dim in enumerate(dims)]
-    axis_name, forward = scans[0].operator.axis, scans[0].operator.forward
-    position = dims.index(axis_name)
+    position = dims.index(scans[0].operator.axis)
     lo, hi = bounds[position]
+    target = stencil.outputs[0]
     unpacked = ", ".join(f"({a}, {b})" for a, b in bounds)
-    lines = [f"    {unpacked}, = _domain({stencil.outputs[0].name}, {stencil.outputs[0].slices!r})"]
+    lines = [f"    {unpacked}, = _domain({target.name}, {target.slices!r})"]
     lines.append(f"    if {' and '.join(f'{b} > {a}' for a, b in bounds)}:")
     step = [*bounds]
     step[position] = ("k_", "k_ + 1")
-    plane = ", ".join(
-        "1" if d == axis_name else f"{b} - {a}" for d, (a, b) in zip(dims, bounds, strict=True)
-    )
     sweeps: Sweeps = {}
-    for scan in scans:
-        key = (scan.operator, scan.args)
-        if key in sweeps:
-            continue
+    for scan in _in_dependency_order(scans):
+        operator, args = scan.operator, scan.args
         n = len(sweeps)
-        sweeps[key] = tuple(f"n{n}_{i}" for i in range(len(scan.operator.carry)))
-        for i, (param, init) in enumerate(
-            zip(scan.operator.carry, scan.operator.init, strict=True)
-        ):
-            dtype = _dtype_name(param.type.dtype)
-            fill = f"np.full(({plane},), {_literal(init)}, dtype=np.{dtype})"
-            lines.append(f"        c{n}_{i} = {fill}")
-    order = f"range({lo}, {hi})" if forward else f"range({hi} - 1, {lo} - 1, -1)"
-    lines.append(f"        for k_ in {order}:")
-    for n, (operator, args) in enumerate(sweeps):
+        # The scans this one reads, at the step's plane of their results.
+        plane_of = {
+            key: tuple(f"{name}[{_plane(position, lo)}]" for name in names)
+            for key, names in sweeps.items()
+        }
         values = {param.name: f"c{n}_{i}" for i, param in enumerate(operator.carry)}
+        for i, (param, init) in enumerate(zip(operator.carry, operator.init, strict=True)):
+            dtype = _dtype_name(param.type.dtype)
+            lines.append(f"        c{n}_{i} = np.asarray({_literal(init)}, dtype=np.{dtype})")
+            lines.append(f"        p{n}_{i} = []")
+        order = f"range({lo}, {hi})" if operator.forward else f"range({hi} - 1, {lo} - 1, -1)"
+        lines.append(f"        for k_ in {order}:")
         for param, arg in zip(operator.params, args, strict=True):
             values[param.name] = f"s{n}_{param.name}"
-            lines.append(f"            s{n}_{param.name} = {_expression(ir, arg, dims, step)}")
+            text = _expression(ir, arg, dims, step, sweeps=plane_of)
+            lines.append(f"            s{n}_{param.name} = {text}")
         for assign in operator.body:
             (local,) = assign.targets
             values[local] = f"s{n}_{local}"
             text = _expression(ir, assign.value, dims, step, values)
             lines.append(f"            s{n}_{local} = {text}")
+        shape = ", ".join("1" if d == dims[position] else f"{b} - {a}" for d, (a, b) in
+                          zip(dims, bounds, strict=True))
         for i, (param, result) in enumerate(zip(operator.carry, operator.results, strict=True)):
             text = _expression(ir, result, dims, step, values)
             dtype = _dtype_name(param.type.dtype)
-            lines.append(f"            n{n}_{i} = np.asarray({text}, dtype=np.{dtype})")
-    window = ", ".join(f"{a}:{b}" for a, b in step)
-    for target, result in zip(stencil.outputs, results, strict=True):
-        value = _expression(ir, result, dims, step, sweeps=sweeps)
-        lines.append(f"            {target.name}[{window}] = {value}")
-    for n, names in enumerate(sweeps.values()):
-        lines += [f"            c{n}_{i} = {name}" for i, name in enumerate(names)]
+            lines.append(
+                f"            c{n}_{i} = np.broadcast_to(np.asarray({text}, dtype=np.{dtype}), "
+                f"({shape},))"
+            )
+            lines.append(f"            p{n}_{i}.append(c{n}_{i})")
+        names = tuple(f"r{n}_{i}" for i in range(len(operator.carry)))
+        for i, name in enumerate(names):
+            planes = f"p{n}_{i}" if operator.forward else f"p{n}_{i}[::-1]"
+            lines.append(f"        {name} = np.concatenate({planes}, axis={position})")
+        sweeps[(operator, args)] = names
+    window = ", ".join(f"{a}:{b}" for a, b in bounds)
+    for output, result in zip(stencil.outputs, results, strict=True):
+        value = _expression(ir, result, dims, bounds, sweeps=sweeps)
+        lines.append(f"        {output.name}[{window}] = {value}")
     return lines
+
+
+def _plane(position: int, lo: str) -> str:
+    """The index of the step's plane in an array over the domain."""
+    return ", ".join([*(":" for _ in range(position)), f"k_ - {lo}:k_ - {lo} + 1", "..."])
+
+
+def _in_dependency_order(scans: list[Scan]) -> list[Scan]:
+    """One scan per sweep, each after the scans its arguments read."""
+    order: list[Scan] = []
+    seen: set[tuple[ScanOperatorIR, tuple[Expr, ...]]] = set()
+
+    def visit(scan: Scan) -> None:
+        key = (scan.operator, scan.args)
+        if key in seen:
+            return
+        seen.add(key)
+        for arg in scan.args:
+            for node in walk(arg):
+                if isinstance(node, Scan):
+                    visit(node)
+        order.append(scan)
+
+    for scan in scans:
+        visit(scan)
+    return order
 
 
 #: The scans of a stencil, by operator and arguments: the names of their new carries.

@@ -68,9 +68,7 @@ class Workload:
         halo: the width of the untouched border in I and J (the stencil's reach).
         inputs: names of the input fields, in the program's parameter order.
         scalars: scalar parameters and their values, in the program's parameter order after
-            the inputs.
-        temporaries: fields the program writes between its calls (a sweep's results read
-            by the next sweep), after the scalars; the output ``out`` is the last parameter.
+            the inputs; the output ``out`` is the last parameter.
         k_halo: the width of the untouched border in K.
         input_ranges: per input, the interval its values are drawn from (default -1 to 1).
     """
@@ -81,14 +79,13 @@ class Workload:
     halo: int
     inputs: tuple[str, ...] = ("inp",)
     scalars: Mapping[str, float] = attrs.field(factory=dict)
-    temporaries: tuple[str, ...] = ()
     k_halo: int = 0
     input_ranges: Mapping[str, tuple[float, float]] = attrs.field(factory=dict)
 
     @property
     def parameters(self) -> tuple[str, ...]:
-        """The program's parameters in call order: inputs, scalars, temporaries, ``out``."""
-        return (*self.inputs, *self.scalars, *self.temporaries, "out")
+        """The program's parameters in call order: inputs, scalars, ``out``."""
+        return (*self.inputs, *self.scalars, "out")
 
     @property
     def domain(self) -> tuple[slice, slice, slice]:
@@ -97,15 +94,13 @@ class Workload:
         return (slice(h, -h or None), slice(h, -h or None), slice(k, -k or None))
 
     def host_arguments(self, shape: tuple[int, int, int], seed: int = 0) -> HostArguments:
-        """Deterministic NumPy arguments by parameter name (``out`` filled with a sentinel,
-        temporaries with zeros)."""
+        """Deterministic NumPy arguments by parameter name (``out`` filled with a sentinel)."""
         rng = np.random.default_rng(seed)
         arguments: HostArguments = {
             name: rng.uniform(*self.input_ranges.get(name, (-1.0, 1.0)), shape)
             for name in self.inputs
         }
         arguments.update(self.scalars)
-        arguments.update({name: np.zeros(shape) for name in self.temporaries})
         arguments["out"] = np.full(shape, OUT_SENTINEL)
         return arguments
 
@@ -219,10 +214,17 @@ def thomas_backward(x_above: float64, cp: float64, dp: float64) -> float64:
     return dp - cp * x_above
 
 
+@field_operator
+def solve_tridiagonal(a: IJK, b: IJK, c: IJK, d: IJK) -> IJK:
+    """The systems along K with ``a`` below, ``b`` on and ``c`` above the diagonal and ``d``
+    on the right: one call, a forward and a backward pass per column."""
+    cp, dp = thomas_forward(a, b, c, d)
+    return thomas_backward(cp, dp)
+
+
 @program
-def tridiagonal(a: IJK, b: IJK, c: IJK, d: IJK, cp: IJK, dp: IJK, out: IJK):
-    thomas_forward(a, b, c, d, out=(cp, dp))
-    thomas_backward(cp, dp, out=out)
+def tridiagonal(a: IJK, b: IJK, c: IJK, d: IJK, out: IJK):
+    solve_tridiagonal(a, b, c, d, out=out)
 
 
 def thomas_kernel(xp: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
@@ -252,7 +254,6 @@ register(
         thomas_kernel,
         halo=0,
         inputs=("a", "b", "c", "d"),
-        temporaries=("cp", "dp"),
         input_ranges={"a": (0.0, 1.0), "b": (3.0, 4.0), "c": (0.0, 1.0)},
     )
 )
@@ -284,40 +285,19 @@ def vadv_coefficients(
 
 
 @field_operator
-def vadv_forward(
+def vadv_step(
     wcon: IJK, u_stage: IJK, u_pos: IJK, utens: IJK, utens_stage: IJK, dtr_stage: float64
-) -> tuple[IJK, IJK]:
+) -> IJK:
+    """The new ``utens_stage``: solve the system along K, then the tendency."""
     a, b, c, d = vadv_coefficients(wcon, u_stage, u_pos, utens, utens_stage, dtr_stage)
-    return thomas_forward(a, b, c, d)
-
-
-@field_operator
-def vadv_backward(cp: IJK, dp: IJK, u_pos: IJK, dtr_stage: float64) -> IJK:
-    return dtr_stage * (thomas_backward(cp, dp) - u_pos)
+    return dtr_stage * (solve_tridiagonal(a, b, c, d) - u_pos)
 
 
 @program
 def vertical_advection(
-    wcon: IJK,
-    u_stage: IJK,
-    u_pos: IJK,
-    utens: IJK,
-    utens_stage: IJK,
-    dtr_stage: float64,
-    cp: IJK,
-    dp: IJK,
-    out: IJK,
+    wcon: IJK, u_stage: IJK, u_pos: IJK, utens: IJK, utens_stage: IJK, dtr_stage: float64, out: IJK
 ):
-    vadv_forward(
-        wcon,
-        u_stage,
-        u_pos,
-        utens,
-        utens_stage,
-        dtr_stage,
-        out=(cp[1:-1, 1:-1, 1:-1], dp[1:-1, 1:-1, 1:-1]),
-    )
-    vadv_backward(cp, dp, u_pos, dtr_stage, out=out[1:-1, 1:-1, 1:-1])
+    vadv_step(wcon, u_stage, u_pos, utens, utens_stage, dtr_stage, out=out[1:-1, 1:-1, 1:-1])
 
 
 def vadv_kernel(
@@ -345,7 +325,6 @@ register(
         halo=1,
         inputs=("wcon", "u_stage", "u_pos", "utens", "utens_stage"),
         scalars={"dtr_stage": 3.0},
-        temporaries=("cp", "dp"),
         k_halo=1,
     )
 )

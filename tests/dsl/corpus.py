@@ -2211,17 +2211,12 @@ Ii64 = Field[[I], int64]
 IJf = Field[[I, J], float64]
 
 
-@scan_operator(axis=K, forward=True, init=(0.0, 0.0))
-def thomas_forward(state: tuple[float64, float64], a: float64, b: float64, c: float64,
-                   d: float64) -> tuple[float64, float64]:
-    cp, dp = state
-    divided = 1.0 / (b - a * cp)
-    return c * divided, (d - a * dp) * divided
-
-
-@scan_operator(axis=K, forward=False, init=0.0)
-def thomas_backward(x_above: float64, cp: float64, dp: float64) -> float64:
-    return dp - cp * x_above
+from benchmarks.workloads import (  # noqa: E402  (the harness's own definitions)
+    WORKLOADS,
+    solve_tridiagonal,
+    thomas_backward,
+    thomas_forward,
+)
 
 
 @program
@@ -2252,9 +2247,36 @@ def tridiagonal_reference(a, b, c, d, cp, dp, x):
     cp[d_], dp[d_], x[d_] = rcp, rdp, rx
 
 
-add("scan_tridiagonal_solve", tridiagonal_program,
+add("scan_tridiagonal_two_calls", tridiagonal_program,
     arguments(a=F(0, 1), b=F(3, 4), c=F(0, 1), d=F(), cp=OUT(), dp=OUT(), x=OUT()),
     tridiagonal_reference, outputs=("cp", "dp", "x"), rtol=1e-10, atol=1e-12)
+
+
+@program
+def fused_tridiagonal_program(a: IJK, b: IJK, c: IJK, d: IJK, x: IJK):
+    solve_tridiagonal(a, b, c, d, out=x[:, 1:, 1:-1])
+
+
+def fused_tridiagonal_reference(a, b, c, d, x):
+    d_ = dom(x.shape, np.s_[:, 1:, 1:-1])
+    x[d_] = thomas(a[d_], b[d_], c[d_], d[d_])[2]
+
+
+add("scan_tridiagonal_forward_and_backward_in_one_call", fused_tridiagonal_program,
+    arguments(a=F(0, 1), b=F(3, 4), c=F(0, 1), d=F(), x=OUT()),
+    fused_tridiagonal_reference, outputs=("x",), rtol=1e-10, atol=1e-12)
+
+
+def vertical_advection_reference(wcon, u_stage, u_pos, utens, utens_stage, dtr_stage, out):
+    workload = WORKLOADS["vertical_advection"]
+    out[workload.domain] = workload.kernel(np, wcon, u_stage, u_pos, utens, utens_stage,
+                                           dtr_stage)
+
+
+add("workload_vertical_advection", WORKLOADS["vertical_advection"].program,
+    arguments(wcon=F(), u_stage=F(), u_pos=F(), utens=F(), utens_stage=F(),
+              dtr_stage=SCALAR(3.0), out=OUT()),
+    vertical_advection_reference, rtol=1e-10, atol=1e-12)
 
 
 @scan_operator(axis=K, forward=True, init=0.0)
@@ -2339,3 +2361,42 @@ def column_product_reference(f, out):
 add("scan_one_column", column_product_program,
     arguments(f=F(0.5, 1.5, shape=(7,)), out=OUT(shape=(7,))), column_product_reference,
     rtol=1e-12)
+
+
+@scan_operator(axis=K, forward=False, init=0.0)
+def damped_sum_down(total: float64, value: float64, weight: float64) -> float64:
+    return total * weight + value
+
+
+@field_operator
+def passes(f: IJK) -> tuple[IJK, IJK]:
+    up = damped_sum(f, 0.5)
+    chained = damped_sum(up * 2.0, 0.25)  # reads a forward sweep: the same pass
+    down = damped_sum_down(up, 0.5)  # reads a forward sweep: a second pass
+    again = damped_sum(down + f(I - 1), 0.75)  # reads the backward one: a third pass
+    return chained, again - up
+
+
+@program
+def passes_program(f: IJK, o1: IJK, o2: IJK):
+    passes(f, out=(o1[1:, :, :], o2[1:, :, :]))
+
+
+def passes_reference(f, o1, o2):
+    def sweep(values, weight, forward):
+        total, result = np.zeros(values.shape[:2]), np.empty_like(values)
+        levels = range(values.shape[2]) if forward else reversed(range(values.shape[2]))
+        for k in levels:
+            total = total * weight + values[..., k]
+            result[..., k] = total
+        return result
+
+    inner = f[1:]
+    up = sweep(inner, 0.5, True)
+    o1[1:] = sweep(up * 2.0, 0.25, True)
+    down = sweep(up, 0.5, False)
+    o2[1:] = sweep(down + f[:-1], 0.75, True) - up
+
+
+add("scan_three_passes_and_a_chain", passes_program,
+    arguments(f=F(), o1=OUT(), o2=OUT()), passes_reference, outputs=("o1", "o2"), rtol=1e-11)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
 
+from backends.loops import SweepKey
 from pipeline.dsl.types import bool_, float32, float64, int32, int64
 from pipeline.ir.nodes import (
     BinaryOp,
@@ -26,14 +27,21 @@ from pipeline.ir.nodes import (
     Literal,
     Ref,
     Scan,
-    ScanOperatorIR,
     UnaryOp,
     combine_offsets,
 )
 from pipeline.passes.traversal import substitute
 from pipeline.passes.typing_ import promote
 
-__all__ = ["C_TYPES", "ExpressionEmitter", "Offsets", "Sweep", "convert", "literal"]
+__all__ = [
+    "C_TYPES",
+    "ExpressionEmitter",
+    "Offsets",
+    "ScanStorage",
+    "Sweep",
+    "convert",
+    "literal",
+]
 
 Offsets = tuple[tuple[str, int], ...]
 
@@ -103,18 +111,29 @@ def literal(value: bool | int | float, dtype: np.dtype[Any]) -> str:
 
 @attrs.frozen
 class Sweep:
-    """One scan computed in a loop body: the caller initializes its carry before the sweep
+    """One scan computed in a loop body: the caller initializes its carry before the pass
     and stores ``new_carry`` into it at the end of each step.
 
     Attributes:
-        index: the sweep's number in the body (what the ``carry`` callback is given).
-        operator: the scan operator.
+        key: the scan operator and its arguments.
         new_carry: per component, the text of the new carry (an SSA name).
     """
 
-    index: int
-    operator: ScanOperatorIR
+    key: SweepKey
     new_carry: tuple[str, ...]
+
+
+class ScanStorage(Protocol):
+    """Where a loop body that runs scans finds their values (see ``ExpressionEmitter``)."""
+
+    def carry(self, key: SweepKey, component: int) -> str:
+        """The text of the carry's storage (read in the body, stored by the caller)."""
+        ...
+
+    def finished(self, key: SweepKey, component: int) -> str | None:
+        """The text of the sweep's value at this point when an earlier pass computed it
+        (None: this body computes it)."""
+        ...
 
 
 class ExpressionEmitter:
@@ -125,19 +144,19 @@ class ExpressionEmitter:
             local ``name`` at ``offsets`` (it may bind a value with ``let`` or call back
             into ``value`` for a local computed in place).
         indent: prefixed to every emitted line.
-        carry: for a body that runs scans, ``carry(sweep, component)`` is the text of the
-            carry's storage (read here; the caller stores ``sweeps[...].new_carry`` into it).
+        scans: for a body that runs scans, where their carries and earlier passes' values
+            are; the sweeps this body computes are listed in ``sweeps``.
     """
 
     def __init__(
         self,
         read: Callable[[ExpressionEmitter, str, Offsets], str],
         indent: str = "",
-        carry: Callable[[int, int], str] | None = None,
+        scans: ScanStorage | None = None,
     ) -> None:
         self._read = read
         self._indent = indent
-        self._carry = carry
+        self._scans = scans
         self.lines: list[str] = []
         self.sweeps: list[Sweep] = []
         self._memo: dict[tuple[Expr, Offsets], str] = {}
@@ -145,7 +164,7 @@ class ExpressionEmitter:
         # The names a scan's body reads (prefixed per sweep): its carry, point values, locals.
         self._scan_values: dict[str, str] = {}
         self._scan_locals: dict[str, Expr] = {}
-        self._sweep_memo: dict[tuple[ScanOperatorIR, tuple[Expr, ...], Offsets], Sweep] = {}
+        self._sweep_memo: dict[SweepKey, Sweep] = {}
 
     def let(self, ctype: str, text: str) -> str:
         """Bind ``text`` to a fresh ``const`` variable and return its name."""
@@ -179,8 +198,12 @@ class ExpressionEmitter:
                 return self.value(self._scan_locals[name], ())
             case Ref(name=name, offsets=offsets):
                 return self._read(self, name, combine_offsets(offsets, shift))
-            case Scan(component=component):
-                return self._sweep(expr, shift).new_carry[component]
+            case Scan(operator=operator, args=args, component=component):
+                assert self._scans is not None, "this loop body was not set up to run scans"
+                done = self._scans.finished((operator, args), component)
+                if done is not None:
+                    return done
+                return self.sweep(expr, shift).new_carry[component]
             case UnaryOp(op=op, operand=operand):
                 x = self.typed(operand, shift, dtype)
                 if op == "~":
@@ -222,21 +245,19 @@ class ExpressionEmitter:
                 return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
         raise NotImplementedError(f"no C translation for {expr!r}")
 
-    def _sweep(self, scan: Scan, shift: Offsets) -> Sweep:
+    def sweep(self, scan: Scan, shift: Offsets = ()) -> Sweep:
         """The step of ``scan``'s sweep at this point: its point values, then its body on
         them and the carry; once per operator and arguments."""
-        key = (scan.operator, scan.args, shift)
+        key = (scan.operator, scan.args)
         if key in self._sweep_memo:
             return self._sweep_memo[key]
-        if self._carry is None:
-            raise NotImplementedError("this loop body was not set up to run scans")
+        assert self._scans is not None and not shift, "scans are read where they are computed"
         operator = scan.operator
-        index = len(self.sweeps)
-        prefix = f"__scan{index}_"
+        prefix = f"__scan{len(self._sweep_memo)}_"
         renamed: dict[str, Expr] = {}
         for component, param in enumerate(operator.carry):
             renamed[param.name] = Ref(prefix + param.name, type=param.type)
-            self._scan_values[prefix + param.name] = self._carry(index, component)
+            self._scan_values[prefix + param.name] = self._scans.carry(key, component)
         for param, arg in zip(operator.params, scan.args, strict=True):
             renamed[param.name] = Ref(prefix + param.name, type=param.type)
             self._scan_values[prefix + param.name] = self.typed(arg, shift, param.type.dtype)
@@ -249,7 +270,7 @@ class ExpressionEmitter:
             self.typed(substitute(result, renamed), (), param.type.dtype)
             for result, param in zip(operator.results, operator.carry, strict=True)
         )
-        sweep = Sweep(index, operator, new_carry)
+        sweep = Sweep(key, new_carry)
         self.sweeps.append(sweep)
         self._sweep_memo[key] = sweep
         return sweep

@@ -1,56 +1,110 @@
-"""IR -> C for stencils that run scans: one sweep along the scan's axis per column block.
+"""IR -> C for stencils that run scans: passes along the scan's axis over column blocks.
 
 A scan's value at a point depends on every point before it along the axis, so the axis is
 swept in order, while the other dimensions stay independent: the outer ones are shared among
-OpenMP threads, and the innermost other dimension is the vector loop inside each step of the
-sweep, with the carry of each of its points in a per-thread array::
+OpenMP threads, and the innermost other dimension is cut into blocks whose points are the
+vector loop inside each step, with the carry of each point in a per-thread array::
 
-    for x_P (parallel):                      # the other dimensions but the last
-        carry[v] = init                      # for every v
-        for x_K in the axis (either way):    # sequential
-            for x_V (omp simd):              # the last other dimension
-                point values -> new carry -> outputs; carry[v] = new carry
+    for x_P, block of x_V (parallel):           # the other dimensions
+        for each pass (backends.loops.plan_sweeps), in its direction along the axis:
+            carry[v] = init                       # for every v of the block
+            for x_K (sequential):
+                for x_V in the block (omp simd):
+                    point values -> new carry; kept[x_K][v] = new carry, for later passes
+                    (last pass) outputs
 
-Locals are computed inline at each step (no temporaries: a sweep has no tiles to fill them
-over). A stencil whose outputs span only the axis runs one column, on one thread.
+A field operator solving a tridiagonal system (a forward sweep, then a backward one that
+reads it) is one stencil: the forward results stay in the block's buffers, in cache, and
+only the inputs and the solution cross the memory bus. Locals are computed inline at each
+step (no temporaries: a sweep has no tiles to fill them over). A stencil whose outputs span
+only the axis runs one column, on one thread.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from backends.c.codegen import StencilCode, _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, literal
-from backends.loops import scan_axis
+from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import float64
-from pipeline.ir.nodes import ProgramIR, Stencil
+from pipeline.ir.nodes import ProgramIR, Scan, Stencil
 
-__all__ = ["generate_sweep"]
+__all__ = ["DEFAULT_BLOCK", "generate_sweep"]
+
+#: Points of the vector dimension per block (``CTranslation.sweep_block``). More points give
+#: each step more independent chains (the carry update is a chain of dependent operations,
+#: a division in a tridiagonal solve); fewer keep the block's rows and buffers in L1. On the
+#: 2-core Zen 4 measured (256x256x64, medians of 15 calls, runs differ by up to 30%): the
+#: tridiagonal solve took 14-16 ms with 16, 10-17 ms with 32, 9.7-9.9 ms with 48 and 64;
+#: the vertical advection (more fields per step) 18-19 ms with 16, 19-21 ms with 32, 22-23
+#: ms with 48, 21-26 ms with 64.
+DEFAULT_BLOCK = 32
+
+
+@attrs.frozen
+class _Storage:
+    """The C names of one pass's carries and of the buffers that keep earlier passes'
+    results (``ScanStorage`` for the expression emitter)."""
+
+    plan: SweepPlan
+    phase: int
+    numbers: Mapping[SweepKey, int]
+    slot: str
+    kept: str
+
+    def carry(self, key: SweepKey, component: int) -> str:
+        return f"c{self.numbers[key]}_{component}[{self.slot}]"
+
+    def finished(self, key: SweepKey, component: int) -> str | None:
+        if self.plan.phase_of(key) < self.phase:
+            return f"k{self.numbers[key]}_{component}[{self.kept}]"
+        return None
 
 
 class _SweepGenerator(_StencilGenerator):
-    block = 16
+    block = DEFAULT_BLOCK  # set per translation by generate_sweep
 
     def generate(self) -> StencilCode:
-        sweep = scan_axis(self.stencil)
-        assert sweep is not None
-        axis, forward = sweep
+        plan = plan_sweeps(self.stencil)
+        assert plan is not None
+        axis = plan.axis
         others = [d for d in self.dims if d != axis]
         vector = others[-1] if others else None
         parallel = others[:-1]
         slot = f"x_{vector} - b_{vector}" if vector else "0"
-        # The loops: over the parallel dimensions and the vector dimension's blocks, the
-        # sweep's steps, the block's points (with the body).
+        kept = f"(x_{axis} - lo_{axis}) * {self.block} + {slot}"
+        keys = [key for _, phase in plan.phases for key in phase]
+        numbers = {key: n for n, key in enumerate(keys)}
+        last = len(plan.phases) - 1
+        # Indentation: the loops over the parallel dimensions and blocks, a pass, a step.
         loop_indent = "            " + "    " * (len(parallel) + (1 if vector else 0))
         inner = loop_indent + "    "
-        body = ExpressionEmitter(self.read, inner + "    ", carry=lambda n, i: f"c{n}_{i}[{slot}]")
-        stores = self._store_outputs(body)
+
+        passes: list[tuple[bool, list[str], list[str]]] = []
+        for phase, (forward, phase_keys) in enumerate(plan.phases):
+            storage = _Storage(plan, phase, numbers, slot, kept)
+            body = ExpressionEmitter(self.read, inner + "    ", scans=storage)
+            for key in phase_keys:
+                body.sweep(Scan(key[0], key[1]))
+            stores = self._store_outputs(body) if phase == last else []
+            for sweep in body.sweeps:
+                n = numbers[sweep.key]
+                for i, value in enumerate(sweep.new_carry):
+                    stores.append(f"c{n}_{i}[{slot}] = {value};")
+                    if phase < last:
+                        stores.append(f"k{n}_{i}[{kept}] = {value};")
+            passes.append((forward, body.lines, stores))
+
         carries = [
-            (f"c{sweep.index}_{i}", C_TYPES[param.type.dtype], value, sweep.operator.init[i])
-            for sweep in body.sweeps
-            for i, (param, value) in enumerate(
-                zip(sweep.operator.carry, sweep.new_carry, strict=True)
-            )
+            (n, i, C_TYPES[param.type.dtype], key[0].init[i])
+            for key, n in numbers.items()
+            for i, param in enumerate(key[0].carry)
+        ]
+        kept_buffers = [
+            (n, i, ctype) for n, i, ctype, _ in carries if plan.phase_of(keys[n]) < last
         ]
         name = f"sf_stencil_{self.index}"
         signature = (
@@ -66,14 +120,24 @@ class _SweepGenerator(_StencilGenerator):
         threaded = f"{points} >= {self.parallel_min_points}" if others else "0"
         lines += [
             "    int failed = 0;",
+            f"    const size_t sf_levels = (size_t)(hi_{axis} - lo_{axis});",
             f"    #pragma omp parallel if ({threaded})",
             "    {",
         ]
-        for carry, ctype, _, _ in carries:
+        allocated = []
+        for n, i, ctype, _ in carries:
+            allocated.append(f"c{n}_{i}")
             lines.append(
-                f"        {ctype}* restrict {carry} = ({ctype}*)malloc(sizeof({ctype}) * {self.block});"
+                f"        {ctype}* restrict c{n}_{i} = "
+                f"({ctype}*)malloc(sizeof({ctype}) * {self.block});"
             )
-        have = " && ".join(f"{carry} != NULL" for carry, *_ in carries) or "1"
+        for n, i, ctype in kept_buffers:
+            allocated.append(f"k{n}_{i}")
+            lines.append(
+                f"        {ctype}* restrict k{n}_{i} = "
+                f"({ctype}*)malloc(sizeof({ctype}) * {self.block} * sf_levels);"
+            )
+        have = " && ".join(f"{buffer} != NULL" for buffer in allocated) or "1"
         lines += [
             f"        if (!({have})) {{",
             "            #pragma omp atomic write",
@@ -102,37 +166,62 @@ class _SweepGenerator(_StencilGenerator):
                 f"{loop_indent}const int64_t e_{vector} = b_{vector} + {self.block} < hi_{vector} "
                 f"? b_{vector} + {self.block} : hi_{vector};"
             )
+        for phase, (forward, body_lines, stores) in enumerate(passes):
+            lines += self._pass(
+                plan, phase, numbers, forward, body_lines, stores, axis, vector, loop_indent
+            )
+        for depth in reversed(range(len(loops))):
+            lines.append(f"{outer}{'    ' * depth}}}")
+        lines.append("        }")
+        lines += [f"        free({buffer});" for buffer in allocated]
+        lines += ["    }", "    return failed ? -1 : 0;", "}"]
+        return StencilCode(name, signature, "\n".join(lines), self.dims)
+
+    def _pass(
+        self,
+        plan: SweepPlan,
+        phase: int,
+        numbers: Mapping[SweepKey, int],
+        forward: bool,
+        body_lines: list[str],
+        stores: list[str],
+        axis: str,
+        vector: str | None,
+        indent: str,
+    ) -> list[str]:
+        """One pass over the block: its carries set to their initial values, then its steps
+        along the axis."""
+        inner = indent + "    "
         count = f"e_{vector} - b_{vector}" if vector else "1"
-        lines.append(f"{loop_indent}for (int64_t v = 0; v < {count}; ++v) {{")
-        for carry, ctype, _, init in carries:
-            lines.append(f"{loop_indent}    {carry}[v] = ({ctype}){_init_text(init)};")
-        lines.append(f"{loop_indent}}}")
+        lines = [f"{indent}for (int64_t v = 0; v < {count}; ++v) {{"]
+        for key in plan.phases[phase][1]:
+            for i, param in enumerate(key[0].carry):
+                ctype = C_TYPES[param.type.dtype]
+                init = _init_text(key[0].init[i])
+                lines.append(f"{indent}    c{numbers[key]}_{i}[v] = ({ctype}){init};")
+        lines.append(f"{indent}}}")
         if forward:
             lines.append(
-                f"{loop_indent}for (int64_t x_{axis} = lo_{axis}; x_{axis} < hi_{axis}; ++x_{axis}) {{"
+                f"{indent}for (int64_t x_{axis} = lo_{axis}; x_{axis} < hi_{axis}; ++x_{axis}) {{"
             )
         else:
             lines.append(
-                f"{loop_indent}for (int64_t x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; --x_{axis}) {{"
+                f"{indent}for (int64_t x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; "
+                f"--x_{axis}) {{"
             )
         if vector:
             lines.append(f"{inner}#pragma omp simd")
             lines.append(
-                f"{inner}for (int64_t x_{vector} = b_{vector}; x_{vector} < e_{vector}; ++x_{vector}) {{"
+                f"{inner}for (int64_t x_{vector} = b_{vector}; x_{vector} < e_{vector}; "
+                f"++x_{vector}) {{"
             )
         else:
             lines.append(f"{inner}{{")
-        lines += body.lines
+        lines += body_lines
         lines += [f"{inner}    {store}" for store in stores]
-        lines += [f"{inner}    {carry}[{slot}] = {value};" for carry, _, value, _ in carries]
         lines.append(f"{inner}}}")
-        lines.append(f"{loop_indent}}}")
-        for depth in reversed(range(len(loops))):
-            lines.append(f"{outer}{'    ' * depth}}}")
-        lines.append("        }")
-        lines += [f"        free({carry});" for carry, *_ in carries]
-        lines += ["    }", "    return failed ? -1 : 0;", "}"]
-        return StencilCode(name, signature, "\n".join(lines), self.dims)
+        lines.append(f"{indent}}}")
+        return lines
 
 
 def _init_text(value: bool | int | float) -> str:
@@ -151,10 +240,12 @@ def generate_sweep(
     *,
     unit_stride: Mapping[str, bool],
     parallel_min_points: int,
+    block: int = DEFAULT_BLOCK,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil``, which runs scans, over a
-    domain (the same signature and return value as ``codegen.generate_stencil``'s)."""
-    return _SweepGenerator(
+    domain (the same signature and return value as ``codegen.generate_stencil``'s), with
+    ``block`` points of the vector dimension per block."""
+    generator = _SweepGenerator(
         program,
         stencil,
         index,
@@ -163,4 +254,6 @@ def generate_sweep(
         tile_sizes=(1,),
         parallel_min_points=parallel_min_points,
         prefetch_distance=0,
-    ).generate()
+    )
+    generator.block = block
+    return generator.generate()

@@ -14,8 +14,8 @@ from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
 from backends.c.scratch import SCRATCH_C
-from backends.c.sweeps import generate_sweep
-from backends.loops import scan_axis
+from backends.c.sweeps import DEFAULT_BLOCK, generate_sweep
+from backends.loops import plan_sweeps
 from pipeline import arguments
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
@@ -81,12 +81,15 @@ class CTranslation:
             more than a small stencil).
         prefetch_distance: on the parallel path, each sweep position prefetches the rows it
             will touch first this many positions later (0: no software prefetching).
+        sweep_block: in stencils that run scans, how many points of the innermost other
+            dimension each step computes together (see ``backends.c.sweeps``).
     """
 
     temporaries: bool = True
     tile_sizes: tuple[int, ...] = attrs.field(default=(8, 32), validator=_positive_sizes)
     parallel_min_points: int = attrs.field(default=32768, validator=attrs.validators.ge(0))
     prefetch_distance: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    sweep_block: int = attrs.field(default=DEFAULT_BLOCK, validator=attrs.validators.ge(1))
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
@@ -106,13 +109,14 @@ class CTranslation:
     def _generate(
         self, ir: ProgramIR, stencil: Stencil, index: int, unit: dict[str, bool]
     ) -> StencilCode:
-        if scan_axis(stencil) is not None:
+        if plan_sweeps(stencil) is not None:
             return generate_sweep(
                 ir,
                 stencil,
                 index,
                 unit_stride=unit,
                 parallel_min_points=self.parallel_min_points,
+                block=self.sweep_block,
             )
         return generate_stencil(
             ir,

@@ -43,10 +43,10 @@ from backends.c.translation import unit_stride_flags
 from backends.dace import naming, tasklets
 from backends.dace.naming import SDFGInterface
 from backends.dace.tasklets import Offsets, TaskletBody
-from backends.loops import StencilLayout, scan_axis
+from backends.loops import StencilLayout, SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.ir.nodes import FieldExtent, ProgramIR, Stencil
+from pipeline.ir.nodes import FieldExtent, ProgramIR, Scan, Stencil
 from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
 
 __all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
@@ -264,6 +264,23 @@ def _set_gpu_block_sizes(dace: Any, sdfg: Any) -> None:
             ]
 
 
+@attrs.frozen
+class _ColumnStorage:
+    """The names of a tasklet's carries and of its buffers of earlier passes' results."""
+
+    plan: SweepPlan
+    phase: int
+    numbers: Mapping[SweepKey, int]
+
+    def carry(self, key: SweepKey, component: int) -> str:
+        return f"c{self.numbers[key]}_{component}"
+
+    def finished(self, key: SweepKey, component: int) -> str | None:
+        if self.plan.phase_of(key) < self.phase:
+            return f"k{self.numbers[key]}_{component}[k]"
+        return None
+
+
 def _dace_type(dace: Any, dtype: np.dtype[Any]) -> Any:
     return dace.dtypes.typeclass(dtype.type)
 
@@ -277,12 +294,12 @@ class _StencilStates:
         self.index = index
         ir = builder.ir
         # A stencil that runs scans sweeps its axis inside each tasklet: the axis is the row.
-        self.sweep = scan_axis(stencil)
+        self.sweep = plan_sweeps(stencil)
         temporaries = builder.options.temporaries and self.sweep is None
         layout = StencilLayout.of(ir, stencil, temporaries=temporaries)
         self.dims: tuple[str, ...] = layout.dims
         if self.sweep is not None:
-            axis = self.sweep[0]
+            axis = self.sweep.axis
             self.dims = (*(d for d in layout.dims if d != axis), axis)
         self.definitions = dict(layout.definitions)
         self.temporaries: dict[str, dict[str, tuple[int, int]]] = {
@@ -400,38 +417,53 @@ class _StencilStates:
 
     def _sweep_lines(
         self,
-        body: TaskletBody,
-        stores: Sequence[tuple[str, str, Any]],
+        read: Any,
+        emit: Any,
         row: tuple[str, str],
         elements: Mapping[str, str],
     ) -> list[str]:
-        """The tasklet of a sweep: the carries, then one step per point of the row (the
-        axis), forward or back."""
-        assert self.sweep is not None
-        forward = self.sweep[1]
+        """The tasklet of a stencil that runs scans, over one column (the row, along the
+        axis): each pass in its direction, keeping what later passes read in buffers."""
+        plan = self.sweep
+        assert plan is not None
         count = f"(({row[1]}) - ({row[0]}))"
+        keys = [key for _, phase in plan.phases for key in phase]
+        numbers = {key: n for n, key in enumerate(keys)}
+        last = len(plan.phases) - 1
         lines = []
-        for sweep in body.sweeps:
-            for i, (param, init) in enumerate(
-                zip(sweep.operator.carry, sweep.operator.init, strict=True)
-            ):
-                ctype = expressions.C_TYPES[param.type.dtype]
-                lines.append(
-                    f"{ctype} c{sweep.index}_{i} = {tasklets.literal(init, param.type.dtype)};"
-                )
-        step = (
-            f"for (int64_t k = 0; k < {count}; ++k) {{"
-            if forward
-            else f"for (int64_t k = {count} - 1; k >= 0; --k) {{"
-        )
-        lines.append(step)
-        lines += [f"    {line.strip()}" for line in body.lines]
-        lines += [f"    {elements[out]} = {value};" for out, value, _ in stores]
-        for sweep in body.sweeps:
-            lines += [
-                f"    c{sweep.index}_{i} = {value};" for i, value in enumerate(sweep.new_carry)
-            ]
-        lines.append("}")
+        for key, n in numbers.items():
+            if plan.phase_of(key) < last:
+                for i, param in enumerate(key[0].carry):
+                    ctype = expressions.C_TYPES[param.type.dtype]
+                    lines.append(f"{ctype}* k{n}_{i} = new {ctype}[{count}];")
+        for phase, (forward, phase_keys) in enumerate(plan.phases):
+            body = TaskletBody(read, scans=_ColumnStorage(plan, phase, numbers))
+            for key in phase_keys:
+                body.sweep(Scan(key[0], key[1]))
+            stores = [(elements[o], v) for o, v, _ in emit(body)] if phase == last else []
+            for key in phase_keys:
+                for i, (param, init) in enumerate(zip(key[0].carry, key[0].init, strict=True)):
+                    ctype = expressions.C_TYPES[param.type.dtype]
+                    lines.append(
+                        f"{ctype} c{numbers[key]}_{i} = {tasklets.literal(init, param.type.dtype)};"
+                    )
+            lines.append(
+                f"for (int64_t k = 0; k < {count}; ++k) {{"
+                if forward
+                else f"for (int64_t k = {count} - 1; k >= 0; --k) {{"
+            )
+            lines += [f"    {line.strip()}" for line in body.lines]
+            lines += [f"    {target} = {value};" for target, value in stores]
+            for sweep in body.sweeps:
+                n = numbers[sweep.key]
+                for i, value in enumerate(sweep.new_carry):
+                    lines.append(f"    c{n}_{i} = {value};")
+                    if phase < last:
+                        lines.append(f"    k{n}_{i}[k] = {value};")
+            lines.append("}")
+        for key, n in numbers.items():
+            if plan.phase_of(key) < last:
+                lines += [f"delete[] k{n}_{i};" for i in range(len(key[0].carry))]
         return lines
 
     def _row(self, reach: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
@@ -515,13 +547,13 @@ class _StencilStates:
             found = connector(f"{naming.array(name)}[{index}]", (name, offsets))
             return self._element(found, name, dims)
 
-        body = TaskletBody(read, carry=lambda n, i: f"c{n}_{i}")
-        stores = emit(body)
         if self.sweep is not None:
-            lines = self._sweep_lines(body, stores, row, elements)
+            lines = self._sweep_lines(read, emit, row, elements)
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims[:-1]}
             ranges = ranges or {"x_": "0:1"}  # one column: a map over one point
         elif self.rows:
+            body = TaskletBody(read)
+            stores = emit(body)
             # Outputs are rows too: element k of each.
             lines = [
                 "#pragma omp simd",
@@ -532,6 +564,8 @@ class _StencilStates:
             ]
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims[:-1]}
         else:
+            body = TaskletBody(read)
+            stores = emit(body)
             lines = [*body.lines, *(f"{out} = {value};" for out, value, _ in stores)]
             # A 0-D stencil is a map over one point.
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims} or {"x_": "0:1"}

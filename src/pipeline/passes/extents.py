@@ -96,23 +96,20 @@ def _check_no_shifted_self_reads(
 
 
 def _check_scans(program_name: str, stencil: Stencil) -> None:
-    """A stencil sweeps once: all its scans run along one axis in one direction, and what
-    they compute is read where it is computed (a sweep has no value elsewhere yet)."""
+    """A stencil sweeps one axis (in passes, forward and back), and what its scans compute
+    is read where it is computed (a sweep has no value elsewhere yet)."""
     definitions = {a.targets[0]: a.value for a in stencil.body}
     exprs = (*definitions.values(), *stencil.results)
     scans = [node for expr in exprs for node in walk(expr) if isinstance(node, Scan)]
     if not scans:
         return
-    sweeps = sorted({(s.operator.axis, s.operator.forward) for s in scans})
-    if len(sweeps) > 1:
-        described = " and ".join(
-            f"{'forward' if forward else 'backward'} along {axis}" for axis, forward in sweeps
-        )
+    axes = sorted({s.operator.axis for s in scans})
+    if len(axes) > 1:
         raise DSLTypeError.at(
             stencil.loc,
-            f"{program_name}: the call of {stencil.operator_name!r} sweeps {described}; one "
-            "call sweeps once. Split it into two calls in the program, passing the first "
-            "sweep's result as a field",
+            f"{program_name}: the call of {stencil.operator_name!r} sweeps along "
+            f"{' and '.join(axes)}; one call sweeps one axis. Split it into calls in the "
+            "program, passing the first sweep's result as a field",
         )
     for expr in exprs:
         for node in walk(expr):
