@@ -32,12 +32,14 @@ from backends import CompiledBackend
 from backends.cache import cache_directory
 from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSource, SourceFormat
 from pipeline.dsl.builtins import scalar_gamma
+from pipeline.dsl.regions import Bound, Region
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.step import shared_frontend
 from pipeline.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    ConcatWhere,
     Expr,
     Literal,
     ProgramIR,
@@ -261,6 +263,8 @@ def _shift(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
     """``expr`` read at ``offsets``: every field read moves (scalars do not)."""
     if isinstance(expr, Ref):
         return expr.shifted(offsets) if isinstance(expr.type, FieldType) else expr
+    if isinstance(expr, ConcatWhere):  # chosen at x + offset: the region moves back
+        expr = attrs.evolve(expr, region=expr.region.shifted({d: -v for d, v in offsets}))
     return map_children(expr, lambda child: _shift(child, offsets))
 
 
@@ -275,9 +279,18 @@ def _expression(
     """Python text of ``expr`` over the domain ``bounds``; ``values`` names the variables
     that hold a scan body's names, ``sweeps`` the new carries of the scans."""
     values = values or {}
+    # Inside a branch of concat_where, reads may reach outside their arrays where the
+    # other branch is chosen: they go through _window, which fills such points with zeros.
+    windowed = False
 
     def emit(node: Expr) -> str:
+        nonlocal windowed
         match node:
+            case ConcatWhere(region=region, inside=inside, outside=outside):
+                outer, windowed = windowed, True
+                chosen = (emit(inside), emit(outside))
+                windowed = outer
+                return f"np.where({_region(region, dims, bounds)}, {chosen[0]}, {chosen[1]})"
             case Literal(value=value):
                 return _literal(value)
             case Ref(name=name) if name in values:
@@ -289,7 +302,7 @@ def _expression(
                 param_type = ir.param(name).type
                 if not isinstance(param_type, FieldType):
                     return name
-                return _read(name, param_type.dim_names, dict(offsets), dims, bounds)
+                return _read(name, param_type.dim_names, dict(offsets), dims, bounds, windowed)
             case UnaryOp(op=op, operand=operand):
                 return f"({op}{emit(operand)})"
             case BinaryOp(op=op, left=left, right=right):
@@ -316,21 +329,46 @@ def _literal(value: bool | int | float) -> str:
     return repr(value)
 
 
+def _region(region: Region, dims: tuple[str, ...], bounds: list[tuple[str, str]]) -> str:
+    """Python text of a boolean array over the domain: where ``region`` holds."""
+    boxes = []
+    for box in region.boxes:
+        terms = []
+        for interval in box:
+            axis = dims.index(interval.dim)
+            lo, hi = bounds[axis]
+            shape = ", ".join("-1" if a == axis else "1" for a in range(len(dims)))
+            index = f"np.arange({lo}, {hi}).reshape(({shape},))"
+            terms += [f"({index} >= {_bound_text(b)})" for b in interval.lowers]
+            terms += [f"({index} < {_bound_text(b)})" for b in interval.uppers]
+        boxes.append(" & ".join(terms) or "True")
+    return " | ".join(f"({b})" for b in boxes) or "False"
+
+
+def _bound_text(bound: Bound) -> str:
+    return str(bound.offset) if bound.param is None else f"(int({bound.param}) + {bound.offset})"
+
+
 def _read(
     name: str,
     field_dims: tuple[str, ...],
     offsets: dict[str, int],
     dims: tuple[str, ...],
     bounds: list[tuple[str, str]],
+    windowed: bool = False,
 ) -> str:
     """``name`` sliced over the output domain shifted by ``offsets``, laid out along ``dims``
-    (inputs share the output's index origin: index 0 of every array is the same point)."""
+    (inputs share the output's index origin: index 0 of every array is the same point);
+    ``windowed``: through ``_window``, zeros where the window leaves the array."""
     parts = []
     for dim in field_dims:
         (lo, hi), shift = bounds[dims.index(dim)], offsets.get(dim, 0)
         delta = f" + {shift}" if shift > 0 else f" - {-shift}" if shift < 0 else ""
-        parts.append(f"{lo}{delta}:{hi}{delta}")
-    view = f"{name}[{', '.join(parts)}]" if parts else name
+        parts.append(f"({lo}{delta}, {hi}{delta})" if windowed else f"{lo}{delta}:{hi}{delta}")
+    if windowed and parts:
+        view = f"_window({name}, ({', '.join(parts)},))"
+    else:
+        view = f"{name}[{', '.join(parts)}]" if parts else name
     present = sorted(field_dims, key=dims.index)
     if list(present) != list(field_dims):
         view = f"{view}.transpose({tuple(field_dims.index(d) for d in present)!r})"
@@ -372,6 +410,20 @@ class PythonCompilation:
 # --------------------------------------------------------------------------- loading
 
 
+def _window(array: Any, window: tuple[tuple[int, int], ...]) -> Any:
+    """``array`` over ``window`` (start, stop per axis), zeros where it leaves the array."""
+    result = np.zeros(tuple(stop - start for start, stop in window), dtype=array.dtype)
+    inside = tuple(
+        slice(max(start, 0), max(start, 0, min(stop, size)))
+        for (start, stop), size in zip(window, array.shape, strict=True)
+    )
+    placed = tuple(
+        slice(s.start - start, s.stop - start) for s, (start, _) in zip(inside, window, strict=True)
+    )
+    result[placed] = array[inside]
+    return result
+
+
 def _gamma(values: Any) -> Any:
     """C's ``tgamma`` elementwise (NumPy has no gamma function)."""
     values = np.asarray(values)
@@ -389,7 +441,12 @@ def _domain(
 def load_python(artifact: PythonArtifact, /) -> Callable[..., None]:
     """``PythonArtifact -> run(*args)``: the function, run with NumPy's warnings silenced (the
     DSL's integer division by zero gives 0, as in C, without a warning)."""
-    namespace: dict[str, Any] = {"np": np, "_domain": _domain, "_gamma": _gamma}
+    namespace: dict[str, Any] = {
+        "np": np,
+        "_domain": _domain,
+        "_gamma": _gamma,
+        "_window": _window,
+    }
     exec(marshal.loads(artifact.code), namespace)
     function = namespace[artifact.source.entry_point]
 

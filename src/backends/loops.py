@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import attrs
 
 from pipeline.dsl.types import FieldType
-from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, ScanOperatorIR, Stencil
+from pipeline.ir.nodes import ConcatWhere, Expr, ProgramIR, Ref, Scan, ScanOperatorIR, Stencil
 from pipeline.passes.traversal import children, walk
 
 __all__ = ["StencilLayout", "SweepKey", "SweepPlan", "plan_sweeps"]
@@ -60,7 +60,14 @@ class StencilLayout:
                 )
         definitions = {a.targets[0]: a.value for a in stencil.body}
         buffered: dict[str, dict[str, tuple[int, int]]] = {}
-        if temporaries:
+        # A temporary is computed everywhere over its extent; inside a branch of concat_where
+        # a local may read what exists only where the branch is chosen.
+        chooses = any(
+            isinstance(node, ConcatWhere)
+            for expr in (*definitions.values(), *stencil.results)
+            for node in walk(expr)
+        )
+        if temporaries and not chooses:
             shifted = {
                 node.name
                 for expr in (*definitions.values(), *stencil.results)

@@ -20,12 +20,13 @@ import numpy as np
 from allocators import DeviceType, device_of
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DomainError
-from pipeline.ir.nodes import ProgramIR, Stencil
+from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
 
 __all__ = [
     "ArgumentChecker",
     "bind_arguments",
     "dtype_name",
+    "guarded_reach",
     "overlap_pairs",
     "owner_bounds",
     "resolve_domain",
@@ -145,7 +146,7 @@ class ArgumentChecker:
         }
         values = dict(zip(self.names, args, strict=True))
         for stencil in self.ir.stencils:
-            if self._check_domains(stencil, shapes):
+            if self._check_domains(stencil, shapes, values):
                 self._check_overlaps(stencil, values)
 
     def _check_field(
@@ -217,7 +218,12 @@ class ArgumentChecker:
                     "separate output array"
                 )
 
-    def _check_domains(self, stencil: Stencil, shapes: Mapping[str, tuple[int, ...]]) -> bool:
+    def _check_domains(
+        self,
+        stencil: Stencil,
+        shapes: Mapping[str, tuple[int, ...]],
+        values: Mapping[str, Any],
+    ) -> bool:
         """Check the stencil's domain; return whether it is non-empty."""
         program = self.ir.name
         domain: dict[str, tuple[int, int]] = {}
@@ -265,6 +271,25 @@ class ArgumentChecker:
                     f"{low}:{high}, but {extent.name!r} has {size} point(s); missing halo: "
                     f"{where}. Shrink the output slice or pass a larger {extent.name!r}"
                 )
+        for read in stencil.guarded:
+            needed = guarded_reach(read, domain, values)
+            if needed is None:
+                continue
+            field_type = self.ir.param(read.name).type
+            assert isinstance(field_type, FieldType)
+            for axis, dim in enumerate(field_type.dim_names):
+                low, high = needed.get(dim, (0, 0))
+                size = shapes[read.name][axis]
+                if low >= 0 and high <= size:
+                    continue
+                raise DomainError(
+                    f"{program}(): field {read.name!r} is too small along {dim} for "
+                    f"{stencil.operator_name!r}: where {read.region} holds, it is read at "
+                    f"{dict(read.offsets)}, which needs indices {low}:{high} of the output "
+                    f"domain {domain[dim][0]}:{domain[dim][1]}, but {read.name!r} has {size} "
+                    f"point(s). Shrink the output slice, change the condition, or pass a "
+                    f"larger {read.name!r}"
+                )
         return True
 
 
@@ -280,13 +305,29 @@ def _share(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
         return True
 
 
+def guarded_reach(
+    read: GuardedRead, domain: Mapping[str, tuple[int, int]], values: Mapping[str, Any]
+) -> dict[str, tuple[int, int]] | None:
+    """The indices (start, stop per dimension of ``domain``) that ``read`` touches: the
+    smallest box around the part of the output ``domain`` where its region holds, moved by
+    its offsets; None when that part is empty. ``values`` holds the scalar arguments the
+    region's bounds name."""
+    scalars = {name: int(values[name]) for name in read.region.params}
+    box = read.region.bounding(domain, scalars)
+    if box is None:
+        return None
+    offsets = dict(read.offsets)
+    return {d: (lo + offsets.get(d, 0), hi + offsets.get(d, 0)) for d, (lo, hi) in box.items()}
+
+
 def overlap_pairs(stencil: Stencil) -> list[tuple[str, str]]:
     """The (output, other field) pairs of ``stencil`` that must not share memory.
 
     Every output against every other field the stencil reads or writes, each pair once.
     Native checks use the same list, so both refuse exactly the same calls.
     """
-    touched = sorted({e.name for e in stencil.extents} | {t.name for t in stencil.outputs})
+    read = {e.name for e in stencil.extents} | {r.name for r in stencil.guarded}
+    touched = sorted(read | {t.name for t in stencil.outputs})
     outputs = [t.name for t in stencil.outputs]
     return [
         (out, other)

@@ -31,6 +31,7 @@ __all__ = [
     "FieldOperator",
     "Program",
     "ScanOperator",
+    "current_output_domain",
     "evaluating_embedded",
     "field_operator",
     "output_domain",
@@ -76,6 +77,11 @@ def output_domain(outputs: tuple[Any, ...]) -> Iterator[None]:
         yield
     finally:
         _OUTPUT_DOMAIN.reset(token)
+
+
+def current_output_domain() -> dict[str, tuple[int, int]] | None:
+    """The output domain of the call being evaluated embedded (None outside one)."""
+    return _OUTPUT_DOMAIN.get()
 
 
 def _default_backend() -> DispatchBackend:

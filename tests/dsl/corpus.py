@@ -2400,3 +2400,60 @@ def passes_reference(f, o1, o2):
 
 add("scan_three_passes_and_a_chain", passes_program,
     arguments(f=F(), o1=OUT(), o2=OUT()), passes_reference, outputs=("o1", "o2"), rtol=1e-11)
+
+
+# =========================================================================== boundary conditions
+
+from pipeline import concat_where  # noqa: E402
+
+
+@field_operator
+def vertical_boundaries(f: IJK, n: int64) -> tuple[IJK, IJKb]:
+    inner = 0.5 * (f(K - 1) + f(K + 1))
+    ends = concat_where(K == 0, 0.0, concat_where(K == n - 1, f(K - 1) * 10.0, inner))
+    mask = concat_where(~(K > 2) & (K != 1), f > 0.0, f < -0.5)
+    return ends, mask
+
+
+@program
+def vertical_boundaries_program(f: IJK, n: int64, ends: IJK, mask: IJKb):
+    vertical_boundaries(f, n, out=(ends[1:, :, :], mask[1:, :, :]))
+
+
+def vertical_boundaries_reference(f, n, ends, mask):
+    k = np.arange(f.shape[2])
+    inner = np.zeros_like(f)
+    inner[:, :, 1:-1] = 0.5 * (f[:, :, :-2] + f[:, :, 2:])
+    expected = np.where(k == 0, 0.0, inner)
+    expected[:, :, n - 1] = f[:, :, n - 2] * 10.0
+    ends[1:] = expected[1:]
+    mask[1:] = np.where(~(k > 2) & (k != 1), f > 0.0, f < -0.5)[1:]
+
+
+add("concat_where_vertical_boundaries", vertical_boundaries_program,
+    arguments(f=F(), n=SCALAR(SHAPE[2]), ends=OUT(), mask=OUT(np.bool_)),
+    vertical_boundaries_reference, outputs=("ends", "mask"))
+
+
+@field_operator
+def corner_and_shifted(f: IJK, m: int32) -> IJK:
+    below = concat_where(K == 0, f, f(K - 1))  # read shifted below: the condition moves too
+    corner = concat_where((I < m) & (J >= 2), -f, f)
+    return below(K + 1) - below + corner
+
+
+@program
+def corner_and_shifted_program(f: IJK, m: int32, out: IJK):
+    corner_and_shifted(f, m, out=out[:, :, :-1])
+
+
+def corner_and_shifted_reference(f, m, out):
+    i, j = np.arange(f.shape[0])[:, None, None], np.arange(f.shape[1])[None, :, None]
+    below = f.copy()
+    below[:, :, 1:] = f[:, :, :-1]
+    corner = np.where((i < m) & (j >= 2), -f, f)
+    out[:, :, :-1] = (below[:, :, 1:] - below[:, :, :-1] + corner[:, :, :-1])
+
+
+add("concat_where_corner_and_shifted_local", corner_and_shifted_program,
+    arguments(f=F(), m=SCALAR(np.int32(4)), out=OUT()), corner_and_shifted_reference)

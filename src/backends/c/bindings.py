@@ -20,8 +20,9 @@ from backends.c.expressions import C_TYPES
 from backends.c.runtime import BOOL_TYPEDEF
 from backends.c.units import join_units
 from pipeline.arguments import overlap_pairs
+from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType, ScalarType, bool_, float32, float64, int32, int64
-from pipeline.ir.nodes import ProgramIR, Stencil
+from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
 
 __all__ = ["generate_module"]
 
@@ -281,6 +282,8 @@ def _stencil_checks(
                 f"            if (lo{index}[{slot}] + ({bound.lower}) < 0 || "
                 f"hi{index}[{slot}] + ({bound.upper}) > a.n_{extent.name}[{axis}]) Py_RETURN_NOTIMPLEMENTED;"
             )
+    for read in stencil.guarded:
+        lines += _guarded_check(program, read, dims, index)
     # No output may overlap another field argument its stencil reads or writes.
     for out, other in overlap_pairs(stencil):
         lines.append(
@@ -288,6 +291,66 @@ def _stencil_checks(
         )
     lines.append("        }")
     lines.append("    }")
+    return lines
+
+
+def _guarded_check(
+    program: ProgramIR, read: GuardedRead, dims: Sequence[str], index: int
+) -> list[str]:
+    """Check a read that happens only in a region: the box around the region's part of the
+    domain, moved by the read's offsets, must lie inside the field (as
+    ``pipeline.arguments.guarded_reach`` computes it)."""
+    field = program.param(read.name).type
+    assert isinstance(field, FieldType)
+
+    def bound(b: Bound) -> str:
+        return f"{b.offset}LL" if b.param is None else f"((int64_t)a.sc_{b.param} + {b.offset}LL)"
+
+    n = len(dims)
+    lines = [
+        "            {",
+        f"                int64_t gl[{n}], gh[{n}]; int seen = 0;",
+    ]
+    for box in read.region.boxes:
+        lines.append("                {")
+        lines.append(
+            f"                    int64_t l[{n}], h[{n}];"
+            f" for (int d = 0; d < {n}; ++d) {{ l[d] = lo{index}[d]; h[d] = hi{index}[d]; }}"
+        )
+        for interval in box:
+            slot = list(dims).index(interval.dim)
+            for b in interval.lowers:
+                lines.append(
+                    f"                    if ({bound(b)} > l[{slot}]) l[{slot}] = {bound(b)};"
+                )
+            for b in interval.uppers:
+                lines.append(
+                    f"                    if ({bound(b)} < h[{slot}]) h[{slot}] = {bound(b)};"
+                )
+        empty = " || ".join(f"l[{d}] >= h[{d}]" for d in range(n)) or "0"
+        lines += [
+            f"                    if (!({empty})) {{",
+            f"                        for (int d = 0; d < {n}; ++d) {{",
+            "                            if (!seen || l[d] < gl[d]) gl[d] = l[d];",
+            "                            if (!seen || h[d] > gh[d]) gh[d] = h[d];",
+            "                        }",
+            "                        seen = 1;",
+            "                    }",
+            "                }",
+        ]
+    offsets = dict(read.offsets)
+    checks = []
+    for axis, dim in enumerate(field.dim_names):
+        if dim not in dims:
+            continue
+        slot = list(dims).index(dim)
+        shift = offsets.get(dim, 0)
+        checks.append(
+            f"gl[{slot}] + ({shift}) < 0 || gh[{slot}] + ({shift}) > a.n_{read.name}[{axis}]"
+        )
+    if checks:
+        lines.append(f"                if (seen && ({' || '.join(checks)})) Py_RETURN_NOTIMPLEMENTED;")
+    lines += ["                (void)gl; (void)gh; (void)seen;", "            }"]
     return lines
 
 

@@ -374,7 +374,7 @@ class _StencilGenerator:
             f"{indent}for (int64_t x_{inner} = lo_{inner} + {reach[0]}; "
             f"x_{inner} < hi_{inner} + {reach[1]}; ++x_{inner}) {{",
         ]
-        body = ExpressionEmitter(self.read, indent + "    ")
+        body = ExpressionEmitter(self.read, indent + "    ", index=_loop_index)
         for emit in emits:
             # Each statement's stores precede the next statement's loads, which may read them.
             start = len(body.lines)
@@ -396,7 +396,7 @@ class _StencilGenerator:
             f'__attribute__((visibility("hidden"))) int {name}'
             "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
         )
-        body = ExpressionEmitter(self.read, "    ")
+        body = ExpressionEmitter(self.read, "    ", index=_loop_index)
         stores = self._store_outputs(body)
         lines = [f"{signature} {{", "    (void)lo; (void)hi;", *self._unpack(), *body.lines]
         lines += [f"    {store}" for store in stores]
@@ -603,6 +603,11 @@ class _StencilGenerator:
                     f"    const int64_t s_{param.name}_{axis} = a->s_{param.name}[{axis}]; (void)s_{param.name}_{axis};"
                 )
         return lines
+
+
+def _loop_index(dim: str) -> str:
+    """The loop variable of ``dim``: the point's index along it."""
+    return f"x_{dim}"
 
 
 def generate_stencil(

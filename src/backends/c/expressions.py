@@ -18,11 +18,13 @@ import attrs
 import numpy as np
 
 from backends.loops import SweepKey
+from pipeline.dsl.regions import Bound, Region
 from pipeline.dsl.types import bool_, float32, float64, int32, int64
 from pipeline.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    ConcatWhere,
     Expr,
     Literal,
     Ref,
@@ -146,6 +148,8 @@ class ExpressionEmitter:
         indent: prefixed to every emitted line.
         scans: for a body that runs scans, where their carries and earlier passes' values
             are; the sweeps this body computes are listed in ``sweeps``.
+        index: for a body that chooses by index (``concat_where``), ``index(dim)`` is the
+            text of the point's index along ``dim``.
     """
 
     def __init__(
@@ -153,10 +157,12 @@ class ExpressionEmitter:
         read: Callable[[ExpressionEmitter, str, Offsets], str],
         indent: str = "",
         scans: ScanStorage | None = None,
+        index: Callable[[str], str] | None = None,
     ) -> None:
         self._read = read
         self._indent = indent
         self._scans = scans
+        self._index = index
         self.lines: list[str] = []
         self.sweeps: list[Sweep] = []
         self._memo: dict[tuple[Expr, Offsets], str] = {}
@@ -198,6 +204,8 @@ class ExpressionEmitter:
                 return self.value(self._scan_locals[name], ())
             case Ref(name=name, offsets=offsets):
                 return self._read(self, name, combine_offsets(offsets, shift))
+            case ConcatWhere(region=region, inside=inside, outside=outside):
+                return self._concat_where(region, inside, outside, shift, dtype)
             case Scan(operator=operator, args=args, component=component):
                 assert self._scans is not None, "this loop body was not set up to run scans"
                 done = self._scans.finished((operator, args), component)
@@ -244,6 +252,47 @@ class ExpressionEmitter:
                 assert value.type is not None
                 return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
         raise NotImplementedError(f"no C translation for {expr!r}")
+
+    def _concat_where(
+        self, region: Region, inside: Expr, outside: Expr, shift: Offsets, dtype: np.dtype[Any]
+    ) -> str:
+        """An ``if``/``else`` computing each branch only where it is chosen (a branch may
+        read outside the arrays where the other one is chosen); values computed inside a
+        branch are not reused outside it."""
+        self._counter += 1
+        name = f"v{self._counter}"
+        indent = self._indent
+        self.lines.append(f"{indent}{C_TYPES[dtype]} {name};")
+        self.lines.append(f"{indent}if ({self._region(region, shift)}) {{")
+        for branch, closing in ((inside, "} else {"), (outside, "}")):
+            known = set(self._memo)
+            self._indent = indent + "    "
+            value = self.typed(branch, shift, dtype)
+            self.lines.append(f"{self._indent}{name} = {value};")
+            self._indent = indent
+            for key in set(self._memo) - known:
+                del self._memo[key]
+            self.lines.append(f"{indent}{closing}")
+        return name
+
+    def _region(self, region: Region, shift: Offsets) -> str:
+        """C text: whether the point moved by ``shift`` lies in ``region``."""
+        assert self._index is not None, "this loop body was not set up to choose by index"
+        moved = dict(shift)
+        boxes = []
+        for box in region.boxes:
+            terms = []
+            for interval in box:
+                at = f"({self._index(interval.dim)} + {moved.get(interval.dim, 0)})"
+                terms += [f"{at} >= {self._bound(b)}" for b in interval.lowers]
+                terms += [f"{at} < {self._bound(b)}" for b in interval.uppers]
+            boxes.append(f"({' && '.join(terms) or '1'})")
+        return " || ".join(boxes) or "0"
+
+    def _bound(self, bound: Bound) -> str:
+        if bound.param is None:
+            return f"{bound.offset}LL"
+        return f"((int64_t){self._read(self, bound.param, ())} + {bound.offset}LL)"
 
     def sweep(self, scan: Scan, shift: Offsets = ()) -> Sweep:
         """The step of ``scan``'s sweep at this point: its point values, then its body on

@@ -86,7 +86,9 @@ class _SweepGenerator(_StencilGenerator):
         passes: list[tuple[bool, list[str], list[str]]] = []
         for phase, (forward, phase_keys) in enumerate(plan.phases):
             storage = _Storage(plan, phase, numbers, slot, kept)
-            body = ExpressionEmitter(self.read, inner + "    ", scans=storage)
+            body = ExpressionEmitter(
+                self.read, inner + "    ", scans=storage, index=lambda dim: f"x_{dim}"
+            )
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))
             stores = self._store_outputs(body) if phase == last else []

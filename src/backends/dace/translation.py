@@ -437,7 +437,9 @@ class _StencilStates:
                     ctype = expressions.C_TYPES[param.type.dtype]
                     lines.append(f"{ctype}* k{n}_{i} = new {ctype}[{count}];")
         for phase, (forward, phase_keys) in enumerate(plan.phases):
-            body = TaskletBody(read, scans=_ColumnStorage(plan, phase, numbers))
+            body = TaskletBody(
+                read, scans=_ColumnStorage(plan, phase, numbers), index=self._index(row)
+            )
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))
             stores = [(elements[o], v) for o, v, _ in emit(body)] if phase == last else []
@@ -465,6 +467,18 @@ class _StencilStates:
             if plan.phase_of(key) < last:
                 lines += [f"delete[] k{n}_{i};" for i in range(len(key[0].carry))]
         return lines
+
+    def _index(self, row: tuple[str, str]) -> Any:
+        """The tasklet's text for the point's index along a dimension: the map's variable,
+        or the row's start plus ``k`` along the row."""
+        inner = self.dims[-1] if self.dims else None
+
+        def index(dim: str) -> str:
+            if self.rows and dim == inner:
+                return f"(({row[0]}) + k)"
+            return f"x_{dim}"
+
+        return index
 
     def _row(self, reach: Mapping[str, tuple[str, str]]) -> tuple[str, str]:
         """The span of the innermost iteration dimension (nothing, for a 0-D stencil)."""
@@ -552,7 +566,7 @@ class _StencilStates:
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims[:-1]}
             ranges = ranges or {"x_": "0:1"}  # one column: a map over one point
         elif self.rows:
-            body = TaskletBody(read)
+            body = TaskletBody(read, index=self._index(row))
             stores = emit(body)
             # Outputs are rows too: element k of each.
             lines = [
@@ -564,7 +578,7 @@ class _StencilStates:
             ]
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims[:-1]}
         else:
-            body = TaskletBody(read)
+            body = TaskletBody(read, index=self._index(row))
             stores = emit(body)
             lines = [*body.lines, *(f"{out} = {value};" for out, value, _ in stores)]
             # A 0-D stencil is a map over one point.

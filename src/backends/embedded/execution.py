@@ -8,7 +8,7 @@ import attrs
 
 from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter, input_field
-from pipeline.arguments import resolve_domain
+from pipeline.arguments import guarded_reach, resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.source import with_captured_globals
 from pipeline.ir.nodes import ProgramIR
@@ -37,19 +37,28 @@ def read_regions(ir: ProgramIR, args: tuple[Any, ...]) -> dict[str, tuple[tuple[
             domain.update(zip(target_type.dim_names, bounds, strict=True))
         if any(stop <= start for start, stop in domain.values()):
             continue  # an empty domain reads nothing
+        reaches: list[tuple[str, dict[str, tuple[int, int]]]] = []
         for extent in stencil.extents:
-            if extent.name in written:
+            reaches.append((extent.name, {
+                b.dim: (domain[b.dim][0] + b.lower, domain[b.dim][1] + b.upper)
+                for b in extent.dims
+                if b.dim in domain
+            }))
+        values = {p.name: args[index] for p, index in ((p, i) for i, p in enumerate(ir.params))}
+        for read in stencil.guarded:
+            reach = guarded_reach(read, domain, values)
+            if reach is not None:
+                reaches.append((read.name, reach))
+        for name, reach in reaches:
+            if name in written:
                 continue
-            index, field_type = params[extent.name]
+            index, field_type = params[name]
             assert isinstance(field_type, FieldType)
             shape = args[index].shape
-            box = boxes.setdefault(extent.name, [None] * len(shape))
-            for axis, bound in enumerate(extent.dims):
-                if bound.dim in domain:
-                    start, stop = domain[bound.dim]
-                    needed = (start + bound.lower, stop + bound.upper)
-                else:  # a dimension the outputs lack: the whole axis
-                    needed = (0, shape[axis])
+            box = boxes.setdefault(name, [None] * len(shape))
+            for axis, dim in enumerate(field_type.dim_names):
+                # A dimension the outputs lack: the whole axis.
+                needed = reach.get(dim, (0, shape[axis]))
                 old = box[axis]
                 box[axis] = needed if old is None else (min(old[0], needed[0]),
                                                          max(old[1], needed[1]))

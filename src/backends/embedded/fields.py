@@ -17,7 +17,9 @@ import numpy as np
 
 from allocators import namespace_attribute
 from pipeline.dsl.builtins import scalar_gamma
+from pipeline.dsl.regions import Region
 from pipeline.dsl.types import Offset
+from pipeline.programs import current_output_domain
 from pipeline.stages import ScanSettings
 
 __all__ = ["EmbeddedField", "field_parameter", "input_field"]
@@ -331,6 +333,8 @@ class EmbeddedField:
         if name == "astype":
             dtype = namespace_attribute(ns, np.dtype(args[1]).name)
             return first._combine([], lambda a: ns.astype(a, dtype))
+        if name == "concat_where":
+            return _concat_where(ns, *args)
         if name == "where":
 
             def where(*values: Any) -> Any:
@@ -495,6 +499,78 @@ def _as_array(ns: Any, value: Any, like: Any) -> Any:
         return value
     dtype = like.dtype if like is not None and hasattr(like, "dtype") else None
     return ns.asarray(value, dtype=dtype)
+
+
+def _concat_where(ns: Any, region: Region, a: Any, b: Any) -> EmbeddedField:
+    """``a`` where ``region`` holds, ``b`` elsewhere, over the output domain of the call
+    (each branch taken only where its own domain reaches)."""
+    fields = [v for v in (a, b) if isinstance(v, EmbeddedField)]
+    dims, _ = _common_domain(fields)
+    domain = current_output_domain() or {}
+    # Over every point either branch has, and the output domain (a number has them all).
+    bounds: dict[str, tuple[int, int]] = {}
+    for d in dims:
+        spans = [f.bounds()[d] for f in fields if d in f.dims]
+        if d in domain:
+            spans.append(domain[d])
+        bounds[d] = (min(lo for lo, _ in spans), max(hi for _, hi in spans))
+    shape = tuple(bounds[d][1] - bounds[d][0] for d in dims)
+    mask = ns.zeros(shape, dtype=ns.bool)
+    for box in region.resolve({}):
+        inside = ns.ones(shape, dtype=ns.bool)
+        for d, (lo, hi) in box.items():
+            axis = dims.index(d)
+            index = ns.reshape(
+                ns.arange(bounds[d][0], bounds[d][1], dtype=ns.int64),
+                tuple(-1 if i == axis else 1 for i in range(len(dims))),
+            )
+            if lo is not None:
+                inside = inside & (index >= lo)
+            if hi is not None:
+                inside = inside & (index < hi)
+        mask = mask | inside
+    first, second = (_placed(ns, v, bounds, dims, shape) for v in (a, b))
+    first, second = _coerce(ns, first, second, None)
+    first, second = _as_array(ns, first, second), _as_array(ns, second, first)
+    origin = tuple(bounds[d][0] for d in dims)
+    return EmbeddedField(ns.where(mask, first, second), tuple(dims), origin, ns)
+
+
+def _placed(
+    ns: Any,
+    value: Any,
+    bounds: dict[str, tuple[int, int]],
+    dims: list[str],
+    shape: tuple[int, ...],
+) -> Any:
+    """A field's values over ``bounds`` (zeros where its domain does not reach); a number
+    as it is."""
+    if not isinstance(value, EmbeddedField):
+        return value
+    own = value.bounds()
+    cut = {
+        d: (max(lo, own[d][0]), max(lo, own[d][0], min(hi, own[d][1])))
+        if d in own
+        else (lo, hi)
+        for d, (lo, hi) in bounds.items()
+    }
+    data = value._restricted(cut, dims)
+    data = ns.broadcast_to(data, tuple(cut[d][1] - cut[d][0] for d in dims))
+    concat = getattr(ns, "concat", None) or ns.concatenate
+    for axis, d in enumerate(dims):
+        before = cut[d][0] - bounds[d][0]
+        after = bounds[d][1] - cut[d][1]
+        if before or after:
+            sizes = list(data.shape)
+            pieces = []
+            for count in (before, None, after):
+                if count is None:
+                    pieces.append(data)
+                elif count:
+                    sizes[axis] = count
+                    pieces.append(ns.zeros(tuple(sizes), dtype=data.dtype))
+            data = concat(pieces, axis=axis)
+    return data
 
 
 def _common_domain(

@@ -37,6 +37,7 @@ __all__ = [
     "builtin_name",
     "cbrt",
     "ceil",
+    "concat_where",
     "cos",
     "cosh",
     "exp",
@@ -66,6 +67,7 @@ __all__ = [
 # name -> number of arguments; "abs" is Python's builtin.
 BUILTIN_ARITY: dict[str, int] = {
     "where": 3,
+    "concat_where": 3,
     "abs": 1,
     "sqrt": 1,
     "exp": 1,
@@ -95,7 +97,7 @@ BUILTIN_ARITY: dict[str, int] = {
     "power": 2,
     "fmod": 2,
 }
-MATH_FUNCTIONS = frozenset(BUILTIN_ARITY) - {"where", "abs"}
+MATH_FUNCTIONS = frozenset(BUILTIN_ARITY) - {"where", "concat_where", "abs"}
 #: The frontend's choice on a scalar condition (``if`` statements, ``a if c else b``): typed
 #: like ``where``, with a scalar condition, and rewritten to ``where`` by the type pass.
 SCALAR_CHOICE = "__scalar_choice__"
@@ -110,6 +112,10 @@ def _dispatch(name: str, args: tuple[Any, ...]) -> Any:
             return method(name, args)
     if name == "gamma":
         return scalar_gamma(args[0])
+    if name == "concat_where":
+        raise TypeError(
+            "concat_where(cond, a, b) chooses between fields: a or b must be a field"
+        )
     return getattr(np, name)(*args)
 
 
@@ -141,6 +147,12 @@ def _make(name: str) -> Callable[..., Any]:
 
 
 where = _make("where")
+concat_where = _make("concat_where")
+concat_where.__doc__ = (
+    "The DSL builtin ``concat_where(cond, a, b)``: ``a`` where the condition on indices "
+    "holds (``K == 0``, ``I < n``, combined with ``& | ~``), ``b`` elsewhere; each is "
+    "evaluated only where it is chosen, so a boundary condition reads no halo."
+)
 sqrt = _make("sqrt")
 exp = _make("exp")
 log = _make("log")
@@ -235,6 +247,7 @@ _BY_OBJECT: dict[int, str] = {
     id(f): f.__name__
     for f in (
         where,
+        concat_where,
         sqrt,
         exp,
         log,

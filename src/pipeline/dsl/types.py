@@ -11,6 +11,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from pipeline.dsl.regions import Bound, compare
+
 __all__ = [
     "DTYPES",
     "Dimension",
@@ -51,11 +53,45 @@ def as_dtype(value: object) -> np.dtype[Any] | None:
     return dtype if dtype in DTYPES else None
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, eq=False)
 class Dimension:
-    """A named axis of a Cartesian grid. ``I + 1`` is the offset +1 along ``I``."""
+    """A named axis of a Cartesian grid. ``I + 1`` is the offset +1 along ``I``.
+
+    Compared with an integer it is a condition on indices, for ``concat_where``: ``K == 0``,
+    ``I < n`` (a ``pipeline.dsl.regions.Region``). Dimensions compare equal by name.
+    """
 
     name: str
+
+    def __eq__(self, other: object) -> Any:
+        if isinstance(other, Dimension):
+            return self.name == other.name
+        return self._compare("==", other)
+
+    def __ne__(self, other: object) -> Any:
+        if isinstance(other, Dimension):
+            return self.name != other.name
+        return self._compare("!=", other)
+
+    def __hash__(self) -> int:
+        return hash(("Dimension", self.name))
+
+    def __lt__(self, other: object) -> Any:
+        return self._compare("<", other)
+
+    def __le__(self, other: object) -> Any:
+        return self._compare("<=", other)
+
+    def __gt__(self, other: object) -> Any:
+        return self._compare(">", other)
+
+    def __ge__(self, other: object) -> Any:
+        return self._compare(">=", other)
+
+    def _compare(self, op: str, other: object) -> Any:
+        if isinstance(other, bool) or not isinstance(other, int | np.integer):
+            return NotImplemented
+        return compare(self.name, op, Bound(int(other)))
 
     def __add__(self, value: int) -> Offset:
         return Offset(self, _check_offset(value))

@@ -19,6 +19,7 @@ import attrs
 import numpy as np
 
 from pipeline.dsl.builtins import BUILTIN_ARITY, SCALAR_CHOICE, DType, builtin_name
+from pipeline.dsl.regions import Bound, Region, compare
 from pipeline.dsl.types import Dimension, FieldType, Offset, ScalarType, as_dtype
 from pipeline.errors import DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.frontend.source import FunctionSource, captured_values, function_source
@@ -27,6 +28,7 @@ from pipeline.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    ConcatWhere,
     Expr,
     FieldOperatorIR,
     Literal,
@@ -66,6 +68,8 @@ _COMPARE_OPS: dict[type[ast.cmpop], str] = {
     ast.GtE: ">=",
 }
 _UNARY_OPS: dict[type[ast.unaryop], str] = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}
+# a < K is K > a.
+_FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 _UNSUPPORTED_STATEMENTS: dict[type[ast.stmt], str] = {
     ast.For: "`for` loops are not supported in a field operator; write the computation on "
@@ -408,6 +412,14 @@ class _ExprParser:
                     node.args[1],
                 )
             return Cast(self.expr(node.args[0]), dtype, loc=loc)
+        if name == "concat_where":
+            if len(node.args) != 3:
+                raise self.error(
+                    DSLTypeError, "concat_where() takes a condition and two values", node
+                )
+            region = self.region(node.args[0])
+            inside, outside = self.expr(node.args[1]), self.expr(node.args[2])
+            return ConcatWhere(region, inside, outside, loc=loc)
         if name is not None:
             arity = BUILTIN_ARITY[name]
             if len(node.args) != arity:
@@ -423,6 +435,69 @@ class _ExprParser:
             DSLTypeError,
             f"{ast.unparse(callee)!r} is not a field, a DSL builtin or a field operator, so it "
             "cannot be called in a field operator",
+            node,
+        )
+
+    def region(self, node: ast.expr) -> Region:
+        """A condition on indices (``K == 0``, ``I < n``, combined with ``& | ~``)."""
+        match node:
+            case ast.BinOp(op=ast.BitAnd(), left=left, right=right):
+                return self.region(left) & self.region(right)
+            case ast.BinOp(op=ast.BitOr(), left=left, right=right):
+                return self.region(left) | self.region(right)
+            case ast.UnaryOp(op=ast.Invert(), operand=operand):
+                return ~self.region(operand)
+            case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in _COMPARE_OPS:
+                symbol = _COMPARE_OPS[type(op)]
+                dim = self._dimension(left)
+                if dim is not None:
+                    return compare(dim.name, symbol, self.bound(right))
+                dim = self._dimension(right)
+                if dim is not None:
+                    return compare(dim.name, _FLIPPED[symbol], self.bound(left))
+        raise self.error(
+            DSLSyntaxError,
+            "the condition of concat_where compares dimensions with integers, like K == 0, "
+            "I < n or (K == 0) | (K == n - 1), combined with & | ~",
+            node,
+        )
+
+    def _dimension(self, node: ast.expr) -> Dimension | None:
+        if isinstance(node, ast.Name | ast.Attribute):
+            value = self.resolve_constant(node)
+            if isinstance(value, Dimension):
+                return value
+        return None
+
+    def bound(self, node: ast.expr) -> Bound:
+        """An index bound: an integer, or an integer scalar parameter plus an integer."""
+        match node:
+            case ast.Constant(value=int() as value) if not isinstance(value, bool):
+                return Bound(value)
+            case ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=int() as value)):
+                return Bound(-value)
+            case ast.Name(id=name) if name in self.params:
+                param = self.params[name]
+                if isinstance(param, ScalarType) and param.dtype.kind in "iu":
+                    return Bound(0, name)
+                raise self.error(
+                    DSLTypeError,
+                    f"an index bound must be an integer; {name!r} is {param}",
+                    node,
+                )
+            case ast.BinOp(op=ast.Add() | ast.Sub() as op, left=left, right=ast.Constant(
+                value=int() as value
+            )) if not isinstance(value, bool):
+                base = self.bound(left)
+                return base + (value if isinstance(op, ast.Add) else -value)
+            case ast.Name() | ast.Attribute():
+                constant = self.resolve_constant(node)
+                if isinstance(constant, int | np.integer) and not isinstance(constant, bool):
+                    return Bound(int(constant))
+        raise self.error(
+            DSLSyntaxError,
+            "an index bound is an integer, an integer scalar parameter, or one plus or minus "
+            "an integer (n - 1)",
             node,
         )
 
@@ -570,6 +645,14 @@ def shift_expr(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
             return attrs.evolve(expr, args=tuple(shift_expr(a, offsets) for a in args))
         case Cast(value=value):
             return attrs.evolve(expr, value=shift_expr(value, offsets))
+        case ConcatWhere(region=region, inside=inside, outside=outside):
+            # Read at x + offset: the condition holds there when x is in the region moved back.
+            return attrs.evolve(
+                expr,
+                region=region.shifted({d: -v for d, v in offsets}),
+                inside=shift_expr(inside, offsets),
+                outside=shift_expr(outside, offsets),
+            )
     raise TypeError(f"not an IR expression: {expr!r}")
 
 

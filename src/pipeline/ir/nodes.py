@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import attrs
 import numpy as np
 
+from pipeline.dsl.regions import Region
 from pipeline.dsl.types import FieldType, ScalarType
 
 __all__ = [
@@ -28,10 +29,12 @@ __all__ = [
     "BinaryOp",
     "Call",
     "Cast",
+    "ConcatWhere",
     "DimExtent",
     "Expr",
     "FieldExtent",
     "FieldOperatorIR",
+    "GuardedRead",
     "Literal",
     "OperatorCall",
     "OutputTarget",
@@ -153,7 +156,21 @@ class Scan:
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
-Expr: TypeAlias = Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall | Scan
+@attrs.frozen
+class ConcatWhere:
+    """``concat_where(region, inside, outside)``: ``inside`` at the points of ``region``,
+    ``outside`` elsewhere; each is evaluated only where it is chosen."""
+
+    region: Region
+    inside: Expr
+    outside: Expr
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
+Expr: TypeAlias = (
+    Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall | Scan | ConcatWhere
+)
 
 
 @attrs.frozen
@@ -239,11 +256,23 @@ class FieldExtent:
 
 
 @attrs.frozen
+class GuardedRead:
+    """A read of field ``name`` at ``offsets`` that happens only at the output points in
+    ``region`` (a branch of ``concat_where``): its reach depends on the domain and the
+    scalars, so it is resolved at each call."""
+
+    name: str
+    offsets: tuple[tuple[str, int], ...]
+    region: Region
+
+
+@attrs.frozen
 class Stencil:
     """One field-operator call of a program, inlined: locals, results and where they go.
 
     ``extents`` (filled in by the extent pass) has one entry per program field the stencil
-    reads; ``local_extents`` one per local field, for translations that keep temporaries.
+    reads everywhere; ``guarded`` the reads that happen only in a region (``concat_where``);
+    ``local_extents`` one per local field, for translations that keep temporaries.
     """
 
     body: tuple[Assign, ...]
@@ -252,6 +281,7 @@ class Stencil:
     operator_name: str
     extents: tuple[FieldExtent, ...] = ()
     local_extents: tuple[FieldExtent, ...] = ()
+    guarded: tuple[GuardedRead, ...] = ()
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 

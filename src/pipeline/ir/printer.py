@@ -7,6 +7,7 @@ from pipeline.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    ConcatWhere,
     Expr,
     Literal,
     OperatorCall,
@@ -64,6 +65,8 @@ def format_expr(expr: Expr, parent: int = 0) -> str:
             return f"astype({format_expr(value)}, {dtype})"
         case OperatorCall(operator=operator, args=args):
             return f"{operator.name}({', '.join(format_expr(a) for a in args)})"
+        case ConcatWhere(region=region, inside=inside, outside=outside):
+            return f"concat_where({region}, {format_expr(inside)}, {format_expr(outside)})"
         case Scan(operator=operator, args=args, component=component):
             direction = "forward" if operator.forward else "backward"
             carry = f"[{component}]" if len(operator.carry) > 1 else ""
@@ -90,6 +93,9 @@ def _format_stencil(stencil: Stencil) -> list[str]:
     for extent in stencil.extents:
         reach = ", ".join(f"{d.dim}[{d.lower:+d}, {d.upper:+d}]" for d in extent.dims)
         lines.append(f"    # reads {extent.name} at {reach or 'the point only'}")
+    for read in stencil.guarded:
+        at = ", ".join(f"{d}{v:+d}" for d, v in read.offsets) or "the point"
+        lines.append(f"    # reads {read.name} at {at} where {read.region}")
     lines.extend(f"    {_format_assign(a)}" for a in stencil.body)
     for target, result in zip(stencil.outputs, stencil.results, strict=True):
         lines.append(f"    {target.name} <- {format_expr(result)}")

@@ -11,19 +11,22 @@ from collections import defaultdict
 
 import attrs
 
+from pipeline.dsl.regions import Region
 from pipeline.dsl.types import FieldType
 from pipeline.errors import DSLTypeError
 from pipeline.ir.nodes import (
+    ConcatWhere,
     DimExtent,
     Expr,
     FieldExtent,
+    GuardedRead,
     ProgramIR,
     Ref,
     Scan,
     Stencil,
     combine_offsets,
 )
-from pipeline.passes.traversal import contains_scan, walk
+from pipeline.passes.traversal import children, contains_scan, walk
 
 __all__ = ["analyse_extents"]
 
@@ -34,23 +37,42 @@ def _analyse(program_name: str, stencil: Stencil, field_params: dict[str, FieldT
     definitions = {a.targets[0]: a.value for a in stencil.body}
     local_types = {a.targets[0]: a.value.type for a in stencil.body}
     reads: dict[str, set[Offsets]] = defaultdict(set)
-    visited: set[tuple[str, Offsets]] = set()
+    guarded: dict[tuple[str, Offsets, Region], None] = {}
+    visited: set[tuple[str, Offsets, Region | None]] = set()
 
-    def visit(expr: Expr, shift: Offsets) -> None:
-        for node in walk(expr):
-            if not isinstance(node, Ref):
-                continue
-            offsets = combine_offsets(node.offsets, shift)
-            if node.name in definitions:
-                if (node.name, offsets) not in visited:
-                    visited.add((node.name, offsets))
-                    reads[node.name].add(offsets)
-                    visit(definitions[node.name], offsets)
-            elif node.name in field_params:
-                reads[node.name].add(offsets)
+    def visit(expr: Expr, shift: Offsets, guard: Region | None) -> None:
+        """Record the reads of ``expr`` evaluated at the output point moved by ``shift``,
+        which happens only at the output points in ``guard`` (None: everywhere)."""
+        match expr:
+            case ConcatWhere(region=region, inside=inside, outside=outside):
+                # Chosen at x + shift: x is in the region moved back by shift.
+                here = region.shifted({d: -v for d, v in shift})
+                for branch, where in ((inside, here), (outside, ~here)):
+                    narrowed = where if guard is None else guard & where
+                    if narrowed.boxes:  # a branch chosen nowhere reads nothing
+                        visit(branch, shift, None if narrowed == _EVERYWHERE else narrowed)
+            case Scan(args=args):
+                # A sweep runs over the whole domain, whichever branch reads it.
+                for arg in args:
+                    visit(arg, shift, None)
+            case Ref(name=name):
+                offsets = combine_offsets(expr.offsets, shift)
+                if name in definitions:
+                    if (name, offsets, guard) not in visited:
+                        visited.add((name, offsets, guard))
+                        reads[name].add(offsets)
+                        visit(definitions[name], offsets, guard)
+                elif name in field_params:
+                    if guard is None:
+                        reads[name].add(offsets)
+                    else:
+                        guarded[(name, offsets, guard)] = None
+            case _:
+                for child in children(expr):
+                    visit(child, shift, guard)
 
     for result in stencil.results:
-        visit(result, ())
+        visit(result, (), None)
 
     def extent(name: str, dims: tuple[str, ...]) -> FieldExtent:
         bounds = []
@@ -68,13 +90,22 @@ def _analyse(program_name: str, stencil: Stencil, field_params: dict[str, FieldT
         for name, t in local_types.items()
         if isinstance(t, FieldType) and name in reads
     )
-    _check_no_shifted_self_reads(program_name, stencil, extents)
+    guarded_reads = tuple(GuardedRead(name, offsets, region) for name, offsets, region in guarded)
+    _check_no_shifted_self_reads(program_name, stencil, extents, guarded_reads)
     _check_scans(program_name, stencil)
-    return attrs.evolve(stencil, extents=extents, local_extents=local_extents)
+    return attrs.evolve(
+        stencil, extents=extents, local_extents=local_extents, guarded=guarded_reads
+    )
+
+
+_EVERYWHERE = Region.everywhere()
 
 
 def _check_no_shifted_self_reads(
-    program_name: str, stencil: Stencil, extents: tuple[FieldExtent, ...]
+    program_name: str,
+    stencil: Stencil,
+    extents: tuple[FieldExtent, ...],
+    guarded: tuple[GuardedRead, ...],
 ) -> None:
     """A stencil may read its own output only at the point it writes.
 
@@ -83,6 +114,16 @@ def _check_no_shifted_self_reads(
     loop nest overwrites neighbours first), so such a program is refused everywhere.
     """
     written = {t.name for t in stencil.outputs}
+    shifted_guarded = [r for r in guarded if r.name in written and r.offsets]
+    if shifted_guarded:
+        read = shifted_guarded[0]
+        raise DSLTypeError.at(
+            stencil.loc,
+            f"{program_name}: the call of {stencil.operator_name!r} writes {read.name!r} "
+            f"and also reads it at shifted positions ({dict(read.offsets)}); the result would "
+            "depend on the order points are computed in. Pass the input and the output as "
+            "separate arrays",
+        )
     for extent in extents:
         if extent.name in written and any(d.lower or d.upper for d in extent.dims):
             reach = ", ".join(f"{d.dim}[{d.lower:+d}, {d.upper:+d}]" for d in extent.dims)

@@ -6,10 +6,12 @@ from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
+from pipeline.dsl.regions import Bound
 from pipeline.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    ConcatWhere,
     Expr,
     Literal,
     OperatorCall,
@@ -32,6 +34,8 @@ def children(expr: Expr) -> tuple[Expr, ...]:
             return args
         case Cast(value=value):
             return (value,)
+        case ConcatWhere(inside=inside, outside=outside):
+            return (inside, outside)
     return ()
 
 
@@ -46,6 +50,8 @@ def map_children(expr: Expr, function: Callable[[Expr], Expr]) -> Expr:
             return attrs.evolve(expr, args=tuple(function(a) for a in args))
         case Cast(value=value):
             return attrs.evolve(expr, value=function(value))
+        case ConcatWhere(inside=inside, outside=outside):
+            return attrs.evolve(expr, inside=function(inside), outside=function(outside))
     return expr
 
 
@@ -62,6 +68,13 @@ def substitute(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
     Replacements must be ``Ref`` or ``Literal`` nodes (reads or constants), which is what the
     inliner binds parameters and locals to.
     """
+    if isinstance(expr, ConcatWhere) and expr.region.params & set(mapping):
+        bounds = {
+            name: Bound(0, value.name) if isinstance(value, Ref) else Bound(int(value.value))
+            for name, value in mapping.items()
+            if name in expr.region.params and isinstance(value, Ref | Literal)
+        }
+        expr = attrs.evolve(expr, region=expr.region.renamed(bounds))
     if isinstance(expr, Ref) and expr.name in mapping:
         replacement = mapping[expr.name]
         if isinstance(replacement, Ref):

@@ -26,6 +26,7 @@ from pipeline.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
+    ConcatWhere,
     Expr,
     FieldOperatorIR,
     Literal,
@@ -165,7 +166,31 @@ class _Typer:
                 return self.operator_call(expr, tuple(self.expr(a) for a in args))
             case Scan(args=args):
                 return self.scan(expr, tuple(self.expr(a) for a in args))
+            case ConcatWhere(inside=inside, outside=outside):
+                return self.concat_where(expr, self.expr(inside), self.expr(outside))
         raise TypeError(f"not an IR expression: {expr!r}")
+
+    def concat_where(self, expr: ConcatWhere, inside: Expr, outside: Expr) -> Expr:
+        assert inside.type is not None and outside.type is not None
+        dims = _merge_dims([inside.type, outside.type])
+        names = {d.name for d in dims or ()}
+        missing = sorted(expr.region.dims - names)
+        if missing:
+            raise _error(
+                f"concat_where's condition is on {', '.join(missing)}, which its values lack "
+                f"(they are over {', '.join(sorted(names)) or 'no dimension'}); a condition "
+                "can only choose along the values' dimensions",
+                expr.loc,
+            )
+        for param in sorted(expr.region.params):
+            bound_type = self.env.get(param)
+            if not isinstance(bound_type, ScalarType) or bound_type.dtype.kind not in "iu":
+                raise _error(f"the index bound {param!r} must be an integer scalar", expr.loc)
+        dtype, weak = promote(inside.type, outside.type, "concat_where()", expr.loc)
+        _check_literals_fit((inside, outside), dtype)
+        return attrs.evolve(
+            expr, inside=inside, outside=outside, type=_make(dims, dtype, weak)
+        )
 
     def scan(self, expr: Scan, args: tuple[Expr, ...]) -> Expr:
         operator = type_scan_operator(expr.operator)
