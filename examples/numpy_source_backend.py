@@ -42,6 +42,7 @@ from pipeline.ir.nodes import (
     ConcatWhere,
     Expr,
     Literal,
+    OutputTarget,
     ProgramIR,
     Ref,
     Scan,
@@ -139,7 +140,7 @@ def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) 
             lines.append(f"    {target.name}[...] = {value}")
             continue
         unpacked = ", ".join(f"({lo}, {hi})" for lo, hi in bounds)
-        lines.append(f"    {unpacked}, = _domain({target.name}, {target.slices!r})")
+        lines.append(f"    {unpacked}, = _domain({target.name}, {_slices_text(target)})")
         nonempty = " and ".join(f"{hi} > {lo}" for lo, hi in bounds)
         window = ", ".join(f"{lo}:{hi}" for lo, hi in bounds)
         lines.append(f"    if {nonempty}:")
@@ -161,7 +162,7 @@ def _sweep_lines(
     lo, hi = bounds[position]
     target = stencil.outputs[0]
     unpacked = ", ".join(f"({a}, {b})" for a, b in bounds)
-    lines = [f"    {unpacked}, = _domain({target.name}, {target.slices!r})"]
+    lines = [f"    {unpacked}, = _domain({target.name}, {_slices_text(target)})"]
     lines.append(f"    if {' and '.join(f'{b} > {a}' for a, b in bounds)}:")
     step = [*bounds]
     step[position] = ("k_", "k_ + 1")
@@ -431,11 +432,30 @@ def _gamma(values: Any) -> Any:
     return np.vectorize(scalar_gamma, otypes=[dtype])(values)
 
 
-def _domain(
-    out: Any, slices: tuple[tuple[int | None, int | None], ...]
-) -> tuple[tuple[int, int], ...]:
-    """The output domain: ``(start, stop)`` per dimension of ``out`` sliced by ``slices``."""
-    return tuple(slice(a, b).indices(n)[:2] for (a, b), n in zip(slices, out.shape, strict=True))
+def _slices_text(target: OutputTarget) -> str:
+    """Python text of the output's slices for ``_domain``: a ``domain=`` bound (absolute,
+    maybe a scalar parameter's value) as ``("domain", start, stop)``."""
+    items = []
+    for start, stop in target.slices:
+        if isinstance(start, Bound) or isinstance(stop, Bound):
+            low = _bound_text(start) if isinstance(start, Bound) else repr(start or 0)
+            high = _bound_text(stop) if isinstance(stop, Bound) else repr(stop)
+            items.append(f"('domain', {low}, {high})")
+        else:
+            items.append(repr((start, stop)))
+    return f"({', '.join(items)},)"
+
+
+def _domain(out: Any, slices: tuple[tuple[Any, ...], ...]) -> tuple[tuple[int, int], ...]:
+    """The output domain: ``(start, stop)`` per dimension of ``out`` sliced by ``slices``
+    (``("domain", start, stop)``: absolute indices, ``None`` the end)."""
+    result = []
+    for item, n in zip(slices, out.shape, strict=True):
+        if item[0] == "domain":
+            result.append((item[1], n if item[2] is None else item[2]))
+        else:
+            result.append(slice(*item).indices(n)[:2])
+    return tuple(result)
 
 
 def load_python(artifact: PythonArtifact, /) -> Callable[..., None]:

@@ -18,6 +18,7 @@ import attrs
 import numpy as np
 
 from allocators import DeviceType, device_of
+from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DomainError
 from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
@@ -25,6 +26,7 @@ from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
 __all__ = [
     "ArgumentChecker",
     "bind_arguments",
+    "domain_problem",
     "dtype_name",
     "guarded_reach",
     "overlap_pairs",
@@ -79,14 +81,52 @@ _UNSET = _Unset()
 
 
 def resolve_domain(
-    slices: Sequence[tuple[int | None, int | None]], shape: Sequence[int]
+    slices: Sequence[tuple[int | Bound | None, int | Bound | None]],
+    shape: Sequence[int],
+    values: Mapping[str, Any] | None = None,
 ) -> tuple[tuple[int, int], ...]:
-    """Absolute (start, stop) per dimension of ``slices`` applied to an array of ``shape``."""
+    """Absolute (start, stop) per dimension of ``slices`` applied to an array of ``shape``.
+
+    Integer bounds follow Python's slices; ``Bound`` bounds (``domain=``) are absolute, with
+    the scalar arguments ``values`` they name, and are taken as they are (the checker
+    refuses those outside the array: ``domain_problem``).
+    """
     result = []
     for (start, stop), size in zip(slices, shape, strict=True):
+        if isinstance(start, Bound) or isinstance(stop, Bound):
+            result.append((_absolute(start, 0, values), _absolute(stop, size, values)))
+            continue
         lo, hi, _ = slice(start, stop).indices(size)
         result.append((lo, max(lo, hi)))
     return tuple(result)
+
+
+def _absolute(bound: int | Bound | None, default: int, values: Mapping[str, Any] | None) -> int:
+    if bound is None:
+        return default
+    if isinstance(bound, Bound):
+        scalars = {bound.param: int(values[bound.param])} if bound.param and values else {}
+        return bound.value(scalars)
+    return bound
+
+
+def domain_problem(
+    slices: Sequence[tuple[int | Bound | None, int | Bound | None]],
+    resolved: Sequence[tuple[int, int]],
+    shape: Sequence[int],
+    dims: Sequence[str],
+) -> str | None:
+    """What is wrong with a ``domain=`` that ``resolve_domain`` resolved (None: nothing):
+    it must lie inside the array and not end before it starts."""
+    for (start, stop), (lo, hi), size, dim in zip(slices, resolved, shape, dims, strict=True):
+        if not (isinstance(start, Bound) or isinstance(stop, Bound)):
+            continue
+        if not 0 <= lo <= hi <= size:
+            return (
+                f"the domain along {dim} is {lo}:{hi}, but the output has {size} point(s) "
+                f"along {dim} (indices 0:{size})"
+            )
+    return None
 
 
 @attrs.frozen
@@ -231,7 +271,17 @@ class ArgumentChecker:
         for target in stencil.outputs:
             target_type = self.ir.param(target.name).type
             assert isinstance(target_type, FieldType)
-            resolved = resolve_domain(target.slices, shapes[target.name])
+            resolved = resolve_domain(target.slices, shapes[target.name], values)
+            problem = domain_problem(
+                target.slices, resolved, shapes[target.name], target_type.dim_names
+            )
+            if problem is not None:
+                where = f" (line {target.loc.line} of {target.loc.filename})" if target.loc else ""
+                raise DomainError(
+                    f"{program}(): the call of {stencil.operator_name!r}{where} writes "
+                    f"{target.name!r} on a domain outside it: {problem}; change domain= or "
+                    "pass a larger array"
+                )
             for dim, bounds in zip(target_type.dim_names, resolved, strict=True):
                 if dim in domain and domain[dim] != bounds:
                     raise DomainError(

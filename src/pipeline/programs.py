@@ -84,6 +84,17 @@ def current_output_domain() -> dict[str, tuple[int, int]] | None:
     return _OUTPUT_DOMAIN.get()
 
 
+def _in_domain(out: Any, domain: Any) -> Any:
+    """Embedded outputs cut to a program's ``domain={I: (lo, hi), ...}`` (absolute indices,
+    checked against the arrays before the program ran); ``out`` itself without one."""
+    if not isinstance(domain, dict):
+        return out
+    bounds = {dim.name: (int(lo), int(hi)) for dim, (lo, hi) in domain.items()}
+    if isinstance(out, tuple):
+        return tuple(o.__dsl_domain__(bounds) for o in out)
+    return out.__dsl_domain__(bounds)
+
+
 def _default_backend() -> DispatchBackend:
     # Resolved lazily: `backends` imports `pipeline`, so `pipeline` cannot import it at load.
     return importlib.import_module("backends").DEFAULT_BACKEND  # type: ignore[no-any-return]
@@ -278,7 +289,7 @@ class FieldOperator(_Definition):
         if _EMBEDDED_EVALUATION.get() or any(
             hasattr(a, "__dsl_builtin__") for a in (*args, *kwargs.values(), *outputs)
         ):
-            return self._evaluate_embedded(args, kwargs, out)
+            return self._evaluate_embedded(args, kwargs, _in_domain(out, domain))
         if out is None:
             raise TypeError(
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
@@ -333,7 +344,8 @@ class ScanOperator(_Definition):
     def _scan_settings(self) -> ScanSettings:
         return self.settings
 
-    def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
+        out = _in_domain(out, domain)
         values = (*args, *kwargs.values())
         fields = [v for v in values if hasattr(v, "__dsl_scan__")]
         if not fields:

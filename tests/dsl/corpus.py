@@ -2457,3 +2457,27 @@ def corner_and_shifted_reference(f, m, out):
 
 add("concat_where_corner_and_shifted_local", corner_and_shifted_program,
     arguments(f=F(), m=SCALAR(np.int32(4)), out=OUT()), corner_and_shifted_reference)
+
+
+# =========================================================================== domains
+
+
+@field_operator
+def doubled(f: IJK) -> IJK:
+    return 2.0 * f(I - 1)
+
+
+@program
+def domain_program(f: IJK, lo: int64, hi: int32, out: IJK, other: IJK):
+    doubled(f, out=out, domain={I: (1, hi), K: (lo, lo + 3)})
+    doubled(f, out=other[:, 1:, :], domain={I: (lo, 7)})
+
+
+def domain_reference(f, lo, hi, out, other):
+    out[1:hi, :, lo:lo + 3] = 2.0 * f[0:hi - 1, :, lo:lo + 3]
+    other[lo:7, 1:, :] = 2.0 * f[lo - 1:6, 1:, :]
+
+
+add("domain_keyword_with_scalar_bounds", domain_program,
+    arguments(f=F(), lo=SCALAR(2), hi=SCALAR(np.int32(8)), out=OUT(), other=OUT()),
+    domain_reference, outputs=("out", "other"))

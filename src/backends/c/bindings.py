@@ -260,10 +260,18 @@ def _stencil_checks(
             zip(target.slices, field.dim_names, strict=True)
         ):
             slot = dims.index(dim)
-            lines.append(
-                f"        sf_resolve(a.n_{target.name}[{axis}], {int(start is not None)}, {start or 0}, "
-                f"{int(stop is not None)}, {stop or 0}, &l, &h);"
-            )
+            if isinstance(start, Bound) or isinstance(stop, Bound):
+                # domain=: absolute indices, which must lie inside the output.
+                size = f"a.n_{target.name}[{axis}]"
+                low = _bound_text(start) if start is not None else "0"
+                high = _bound_text(stop) if stop is not None else size
+                lines.append(f"        l = {low}; h = {high};")
+                lines.append(f"        if (l < 0 || h < l || h > {size}) Py_RETURN_NOTIMPLEMENTED;")
+            else:
+                lines.append(
+                    f"        sf_resolve(a.n_{target.name}[{axis}], {int(start is not None)}, "
+                    f"{start or 0}, {int(stop is not None)}, {stop or 0}, &l, &h);"
+                )
             if position == 0:
                 lines.append(f"        lo{index}[{slot}] = l; hi{index}[{slot}] = h;")
             else:
@@ -294,6 +302,15 @@ def _stencil_checks(
     return lines
 
 
+def _bound_text(bound: int | Bound) -> str:
+    """C text of an index bound (a scalar argument's value, plus an integer)."""
+    if isinstance(bound, int):
+        return f"{bound}LL"
+    if bound.param is None:
+        return f"{bound.offset}LL"
+    return f"((int64_t)a.sc_{bound.param} + {bound.offset}LL)"
+
+
 def _guarded_check(
     program: ProgramIR, read: GuardedRead, dims: Sequence[str], index: int
 ) -> list[str]:
@@ -302,9 +319,6 @@ def _guarded_check(
     ``pipeline.arguments.guarded_reach`` computes it)."""
     field = program.param(read.name).type
     assert isinstance(field, FieldType)
-
-    def bound(b: Bound) -> str:
-        return f"{b.offset}LL" if b.param is None else f"((int64_t)a.sc_{b.param} + {b.offset}LL)"
 
     n = len(dims)
     lines = [
@@ -321,11 +335,11 @@ def _guarded_check(
             slot = list(dims).index(interval.dim)
             for b in interval.lowers:
                 lines.append(
-                    f"                    if ({bound(b)} > l[{slot}]) l[{slot}] = {bound(b)};"
+                    f"                    if ({_bound_text(b)} > l[{slot}]) l[{slot}] = {_bound_text(b)};"
                 )
             for b in interval.uppers:
                 lines.append(
-                    f"                    if ({bound(b)} < h[{slot}]) h[{slot}] = {bound(b)};"
+                    f"                    if ({_bound_text(b)} < h[{slot}]) h[{slot}] = {_bound_text(b)};"
                 )
         empty = " || ".join(f"l[{d}] >= h[{d}]" for d in range(n)) or "0"
         lines += [

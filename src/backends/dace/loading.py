@@ -258,6 +258,11 @@ class SDFGProgram:
             for axis, (n, s) in enumerate(zip(shape, strides, strict=True)):
                 values[naming.size(param.name, axis)] = n
                 values[naming.stride(param.name, axis)] = s // itemsize
+        scalar_values = {
+            p.name: v
+            for p, v in zip(ir.params, args, strict=True)
+            if not isinstance(p.type, FieldType)
+        }
         shapes = {
             p.name: tuple(v.shape)
             for p, v in zip(ir.params, args, strict=True)
@@ -272,7 +277,7 @@ class SDFGProgram:
             domain = dict(
                 zip(
                     target_type.dim_names,
-                    resolve_domain(target.slices, shapes[target.name]),
+                    resolve_domain(target.slices, shapes[target.name], scalar_values),
                     strict=True,
                 )
             )

@@ -28,12 +28,13 @@ def read_regions(ir: ProgramIR, args: tuple[Any, ...]) -> dict[str, tuple[tuple[
     params = {p.name: (index, p.type) for index, p in enumerate(ir.params)}
     written = {t.name for s in ir.stencils for t in s.outputs}
     boxes: dict[str, list[tuple[int, int] | None]] = {}
+    values = {p.name: args[index] for index, p in enumerate(ir.params)}
     for stencil in ir.stencils:
         domain: dict[str, tuple[int, int]] = {}
         for target in stencil.outputs:
             index, target_type = params[target.name]
             assert isinstance(target_type, FieldType)
-            bounds = resolve_domain(target.slices, args[index].shape)
+            bounds = resolve_domain(target.slices, args[index].shape, values)
             domain.update(zip(target_type.dim_names, bounds, strict=True))
         if any(stop <= start for start, stop in domain.values()):
             continue  # an empty domain reads nothing
@@ -44,7 +45,6 @@ def read_regions(ir: ProgramIR, args: tuple[Any, ...]) -> dict[str, tuple[tuple[
                 for b in extent.dims
                 if b.dim in domain
             }))
-        values = {p.name: args[index] for p, index in ((p, i) for i, p in enumerate(ir.params))}
         for read in stencil.guarded:
             reach = guarded_reach(read, domain, values)
             if reach is not None:

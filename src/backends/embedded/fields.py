@@ -112,6 +112,14 @@ class EmbeddedField:
         )
         return EmbeddedField(None, self.dims, origin, self.ns, self.cell, root)
 
+    def __dsl_domain__(self, bounds: dict[str, tuple[int, int]]) -> EmbeddedField:
+        """This field cut to absolute ``bounds`` (start, stop) along some dimensions."""
+        slices = tuple(
+            slice(bounds[d][0] - o, bounds[d][1] - o) if d in bounds else slice(None)
+            for d, o in zip(self.dims, self.origin, strict=True)
+        )
+        return self[slices]
+
     def __dsl_assign__(self, value: EmbeddedField | Scalar) -> None:
         """Write ``value`` over this field's whole domain (the ``out=`` of a call)."""
         if any(n == 0 for n in self.shape):

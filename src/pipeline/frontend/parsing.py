@@ -1120,7 +1120,9 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
             f"{operator.name!r} returns {result_count} field(s) but out= gives {len(outputs)}",
             out_node,
         )
-    keyword_args = [k for k in node.keywords if k.arg != "out"]
+    if "domain" in keywords:
+        outputs = _with_domain(outputs, keywords["domain"].value, parser, params)
+    keyword_args = [k for k in node.keywords if k.arg not in {"out", "domain"}]
     arguments = call_arguments(node, operator.name, operator.params, keyword_args, source)
     args: list[Expr] = []
     for arg in arguments:
@@ -1170,6 +1172,72 @@ def _output_target(node: ast.expr, parser: _ExprParser, params: Mapping[str, Typ
         slices.append((_bound(item.lower, parser), _bound(item.upper, parser)))
     slices.extend([(None, None)] * (rank - len(slices)))
     return OutputTarget(base.id, tuple(slices), loc=source.location(node))
+
+
+def _with_domain(
+    outputs: tuple[OutputTarget, ...],
+    node: ast.expr,
+    parser: _ExprParser,
+    params: Mapping[str, Type],
+) -> tuple[OutputTarget, ...]:
+    """``outputs`` restricted to ``domain={I: (lo, hi), ...}``: absolute indices of the
+    outputs, integers or integer scalar parameters (plus or minus an integer)."""
+    source = parser.source
+    if not isinstance(node, ast.Dict):
+        raise source.error(
+            DSLSyntaxError, "domain= is a dict like {I: (0, n), K: (1, 10)}", node
+        )
+    bounds: dict[str, tuple[Bound, Bound]] = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        dim = parser._dimension(key) if key is not None else None
+        if dim is None:
+            raise source.error(
+                DSLSyntaxError, "the keys of domain= are dimensions, like {I: (0, n)}", key or node
+            )
+        if not (isinstance(value, ast.Tuple) and len(value.elts) == 2):
+            raise source.error(
+                DSLSyntaxError, f"give the domain along {dim} as (start, stop)", value
+            )
+        lo, hi = (parser.bound(e) for e in value.elts)
+        for bound, element in ((lo, value.elts[0]), (hi, value.elts[1])):
+            if bound.param is None and bound.offset < 0:
+                raise source.error(
+                    DSLTypeError,
+                    f"domain= takes absolute indices; {bound.offset} along {dim} is before the "
+                    "first point",
+                    element,
+                )
+        if lo.param is None and hi.param is None and lo.offset > hi.offset:
+            raise source.error(
+                DSLTypeError, f"the domain along {dim} ends ({hi}) before it starts ({lo})", value
+            )
+        bounds[dim.name] = (lo, hi)
+    result = []
+    for target in outputs:
+        target_type = params[target.name]
+        assert isinstance(target_type, FieldType)
+        missing = sorted(set(bounds) - set(target_type.dim_names))
+        if missing:
+            raise source.error(
+                DSLTypeError,
+                f"domain= bounds {', '.join(missing)}, but out field {target.name!r} has "
+                f"dimensions ({', '.join(target_type.dim_names)})",
+                node,
+            )
+        slices = list(target.slices)
+        for axis, name in enumerate(target_type.dim_names):
+            if name not in bounds:
+                continue
+            if slices[axis] != (None, None):
+                raise source.error(
+                    DSLSyntaxError,
+                    f"{target.name!r} is sliced along {name} and domain= bounds {name} too; "
+                    "give the output domain once",
+                    node,
+                )
+            slices[axis] = bounds[name]
+        result.append(attrs.evolve(target, slices=tuple(slices)))
+    return tuple(result)
 
 
 def _bound(node: ast.expr | None, parser: _ExprParser) -> int | None:

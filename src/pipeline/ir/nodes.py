@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 import attrs
 import numpy as np
 
-from pipeline.dsl.regions import Region
+from pipeline.dsl.regions import Bound, Region
 from pipeline.dsl.types import FieldType, ScalarType
 
 __all__ = [
@@ -230,11 +230,13 @@ class ScanOperatorIR:
 class OutputTarget:
     """The output domain: program field ``name`` sliced by ``(start, stop)`` per dimension.
 
-    Bounds follow Python slice rules (``None`` is the array's end, negative counts from it).
+    Integer bounds follow Python slice rules (``None`` is the array's end, negative counts
+    from it); a ``Bound`` (from ``domain=``) is an absolute index, possibly of a scalar
+    parameter, that must lie inside the array.
     """
 
     name: str
-    slices: tuple[tuple[int | None, int | None], ...]
+    slices: tuple[tuple[int | Bound | None, int | Bound | None], ...]
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
