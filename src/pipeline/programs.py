@@ -84,6 +84,15 @@ def current_output_domain() -> dict[str, tuple[int, int]] | None:
     return _OUTPUT_DOMAIN.get()
 
 
+def _flattened(value: Any) -> tuple[Any, ...]:
+    """The leaves of nested tuples, in order (``None``: none; anything else: itself)."""
+    if value is None:
+        return ()
+    if isinstance(value, tuple):
+        return tuple(leaf for item in value for leaf in _flattened(item))
+    return (value,)
+
+
 def _in_domain(out: Any, domain: Any) -> Any:
     """Embedded outputs cut to a program's ``domain={I: (lo, hi), ...}`` (absolute indices,
     checked against the arrays before the program ran); ``out`` itself without one."""
@@ -285,9 +294,10 @@ class FieldOperator(_Definition):
     kind = "field_operator"
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        outputs = out if isinstance(out, tuple) else (out,)
+        outputs = _flattened(out)
         if _EMBEDDED_EVALUATION.get() or any(
-            hasattr(a, "__dsl_builtin__") for a in (*args, *kwargs.values(), *outputs)
+            hasattr(a, "__dsl_builtin__")
+            for a in (*_flattened(args), *_flattened(tuple(kwargs.values())), *outputs)
         ):
             return self._evaluate_embedded(args, kwargs, _in_domain(out, domain))
         if out is None:
@@ -296,19 +306,27 @@ class FieldOperator(_Definition):
                 "of arrays), and optionally domain=(slice, ...) for the output domain"
             )
         definition = self._direct_definition(domain)
+        # Tuple parameters are one parameter per component (t__0, t__1, ...).
+        args = _flattened(args)
         if kwargs:
-            params = self._dispatcher.frontend(definition).ir.params
-            names = [p.name for p in params if not p.name.startswith("__out")]
-            args = bind_arguments(self.name, names, args, kwargs)
+            ir = self._dispatcher.frontend(definition).ir
+            flat: dict[str, Any] = {}
+            for key, value in kwargs.items():
+                if isinstance(value, tuple):
+                    flat.update({f"{key}__{i}": v for i, v in enumerate(_flattened(value))})
+                else:
+                    flat[key] = value
+            names = [p.name for p in ir.params if not p.name.startswith("__out")]
+            args = bind_arguments(self.name, names, args, flat)
         return self._dispatcher.call(definition, (*args, *outputs))
 
     def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
-        outputs = () if out is None else out if isinstance(out, tuple) else (out,)
+        outputs = _flattened(out)
         with evaluating_embedded(), output_domain(outputs):
             result = self._embedded_function()(*args, **kwargs)
         if out is None:
             return result
-        results = result if isinstance(result, tuple) else (result,)
+        results = _flattened(result)
         if len(outputs) != len(results):
             raise TypeError(
                 f"{self.name!r} returns {len(results)} field(s) but out= gives {len(outputs)}"
@@ -355,7 +373,7 @@ class ScanOperator(_Definition):
             )
         bound = inspect.signature(self.function).bind(None, *args, **kwargs)
         point_values = tuple(bound.arguments.values())[1:]
-        outputs = () if out is None else out if isinstance(out, tuple) else (out,)
+        outputs = _flattened(out)
         with evaluating_embedded(), output_domain(outputs):
             result = fields[0].__dsl_scan__(
                 self._embedded_function(), self.settings, point_values, _OUTPUT_DOMAIN.get()

@@ -2481,3 +2481,59 @@ def domain_reference(f, lo, hi, out, other):
 add("domain_keyword_with_scalar_bounds", domain_program,
     arguments(f=F(), lo=SCALAR(2), hi=SCALAR(np.int32(8)), out=OUT(), other=OUT()),
     domain_reference, outputs=("out", "other"))
+
+
+# =========================================================================== tuples
+
+
+@field_operator
+def swap_scale(pair: tuple[IJ, IJ], s: float64) -> tuple[IJ, tuple[IJ, IJ]]:
+    a, b = pair
+    t = (b * s, a)
+    u = t[1] + pair[0]
+    return u, (t[0], t[1] - b)
+
+
+@field_operator
+def swap_scale_shifted(x: IJ, y: IJ) -> tuple[IJ, tuple[IJ, IJ]]:
+    return swap_scale((x, y(I + 1)), s=2.0)
+
+
+@program
+def tuples_program(x: IJ, y: IJ, o1: IJ, o2: IJ, o3: IJ):
+    swap_scale_shifted(x, y, out=(o1[:-1, :], (o2[:-1, :], o3[:-1, :])))
+    swap_scale((x, y), 3.0, out=(o1[-1:, :], (o2[-1:, :], o3[-1:, :])))
+
+
+def tuples_reference(x, y, o1, o2, o3):
+    o1[:] = 2.0 * x
+    o2[:-1], o2[-1:] = 2.0 * y[1:], 3.0 * y[-1:]
+    o3[:-1], o3[-1:] = x[:-1] - y[1:], x[-1:] - y[-1:]
+
+
+add("tuple_parameters_values_and_nested_results", tuples_program,
+    arguments(x=F(shape=SHAPE_2D), y=F(shape=SHAPE_2D), o1=OUT(shape=SHAPE_2D),
+              o2=OUT(shape=SHAPE_2D), o3=OUT(shape=SHAPE_2D)),
+    tuples_reference, outputs=("o1", "o2", "o3"))
+
+
+@field_operator
+def volume_and_surface(a: IJK, b: IJ) -> tuple[IJK, IJ, IJK]:
+    s = b * 2.0
+    return a + s, s(I + 1), a * s
+
+
+@program
+def mixed_dimensions_program(a: IJK, b: IJ, x: IJK, y: IJ, z: IJK):
+    volume_and_surface(a, b, out=(x[:-1], y[:-1], z[:-1]))
+
+
+def mixed_dimensions_reference(a, b, x, y, z):
+    x[:-1] = a[:-1] + 2.0 * b[:-1, :, None]
+    y[:-1] = 2.0 * b[1:]
+    z[:-1] = a[:-1] * 2.0 * b[:-1, :, None]
+
+
+add("tuple_result_over_different_dimensions", mixed_dimensions_program,
+    arguments(a=F(), b=F(shape=SHAPE_2D), x=OUT(), y=OUT(shape=SHAPE_2D), z=OUT()),
+    mixed_dimensions_reference, outputs=("x", "y", "z"))

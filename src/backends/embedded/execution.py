@@ -10,6 +10,7 @@ from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter, input_field
 from pipeline.arguments import guarded_reach, resolve_domain
 from pipeline.dsl.types import FieldType
+from pipeline.frontend.parsing import parse_field_operator
 from pipeline.frontend.source import with_captured_globals
 from pipeline.ir.nodes import ProgramIR
 from pipeline.programs import evaluating_embedded, output_domain
@@ -69,6 +70,13 @@ def read_regions(ir: ProgramIR, args: tuple[Any, ...]) -> dict[str, tuple[tuple[
     }
 
 
+def _flattened(value: Any) -> list[Any]:
+    """The leaves of nested tuple results, in order."""
+    if isinstance(value, tuple):
+        return [leaf for item in value for leaf in _flattened(item)]
+    return [value]
+
+
 def _is_functional(namespace: Any) -> bool:
     return namespace_name(namespace).startswith("jax")
 
@@ -125,16 +133,21 @@ class EmbeddedExecutable:
         )
 
     def _run_field_operator(self, values: list[Any]) -> None:
-        (stencil,) = self.ir.stencils
-        outputs = {t.name: t for t in stencil.outputs}
+        # One stencil, or one per group of outputs over the same dimensions (splitting).
+        outputs = {t.name: t for s in self.ir.stencils for t in s.outputs}
         names = [p.name for p in self.ir.params]
-        inputs = [v for n, v in zip(names, values, strict=True) if n not in outputs]
+        flat = [v for n, v in zip(names, values, strict=True) if n not in outputs]
+        # Tuple parameters arrive one argument per component: the function takes tuples.
+        inputs: list[Any] = []
+        for _, parts in parse_field_operator(self.definition).signature:
+            count = 1 if parts is None else len(parts)
+            group, flat = flat[:count], flat[count:]
+            inputs.append(group[0] if parts is None else tuple(group))
         targets = tuple(
             values[names.index(target.name)][tuple(slice(a, b) for a, b in target.slices)]
-            for target in stencil.outputs
+            for target in sorted(outputs.values(), key=lambda t: names.index(t.name))
         )
         with output_domain(targets):
             result = self.function(*inputs)
-        results = result if isinstance(result, tuple) else (result,)
-        for field, value in zip(targets, results, strict=True):
+        for field, value in zip(targets, _flattened(result), strict=True):
             field.__dsl_assign__(value)

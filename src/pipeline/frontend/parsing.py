@@ -12,7 +12,7 @@ import builtins
 import math
 import types
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -39,6 +39,7 @@ from pipeline.ir.nodes import (
     Ref,
     Scan,
     ScanOperatorIR,
+    SourceLocation,
     Stencil,
     Type,
     UnaryOp,
@@ -92,9 +93,16 @@ def _is_scan_operator(value: object) -> bool:
 
 
 def parameter_types(
-    function: Callable[..., Any], source: FunctionSource, *, first: int = 0
+    function: Callable[..., Any],
+    source: FunctionSource,
+    *,
+    first: int = 0,
+    tuples: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[Param, ...]:
     """The typed parameters of a DSL function from the ``first`` on, from its annotations.
+
+    With ``tuples`` (a field operator's), a ``tuple[...]`` annotation is one parameter per
+    component, named ``<name>__<i>`` (nested tuples flattened); ``tuples`` gets the names.
 
     Raises:
         DSLTypeError: a parameter without annotation, or with one that is not a field type
@@ -121,7 +129,24 @@ def parameter_types(
                 "type like Field[[I, J, K], float64] or a dtype like float64",
                 arg,
             )
-        params.append(Param(arg.arg, _as_type(annotations[arg.arg], source, arg.annotation or arg)))
+        annotation = annotations[arg.arg]
+        node = arg.annotation or arg
+        if _is_tuple_type(annotation):
+            if tuples is None:
+                raise source.error(
+                    DSLTypeError,
+                    f"parameter {arg.arg!r} is a tuple: tuple parameters are for field "
+                    "operators; give a program one parameter per field",
+                    node,
+                )
+            leaves = _flatten_type(annotation)
+            names = tuple(f"{arg.arg}__{i}" for i in range(len(leaves)))
+            tuples[arg.arg] = names
+            params += [
+                Param(n, _as_type(t, source, node)) for n, t in zip(names, leaves, strict=True)
+            ]
+            continue
+        params.append(Param(arg.arg, _as_type(annotation, source, node)))
     return tuple(params)
 
 
@@ -160,6 +185,17 @@ def _as_type(value: object, source: FunctionSource, node: ast.AST) -> Type:
     )
 
 
+def _is_tuple_type(value: object) -> bool:
+    return isinstance(value, types.GenericAlias) and value.__origin__ is tuple
+
+
+def _flatten_type(value: object) -> list[object]:
+    """The leaves of a (nested) ``tuple[...]`` annotation, in order."""
+    if _is_tuple_type(value):
+        return [leaf for item in value.__args__ for leaf in _flatten_type(item)]  # type: ignore[attr-defined]
+    return [value]
+
+
 def _result_types(function: Callable[..., Any], source: FunctionSource) -> tuple[FieldType, ...]:
     annotations = _annotations(function)
     node: ast.AST = source.function_def.returns or source.function_def
@@ -170,12 +206,7 @@ def _result_types(function: Callable[..., Any], source: FunctionSource) -> tuple
             "-> Field[[...], dtype] (or -> tuple[...] for several results)",
             node,
         )
-    value = annotations["return"]
-    items = (
-        value.__args__
-        if isinstance(value, types.GenericAlias) and value.__origin__ is tuple
-        else (value,)
-    )
+    items = _flatten_type(annotations["return"])
     result = []
     for item in items:
         if not isinstance(item, FieldType):
@@ -429,8 +460,23 @@ class _ExprParser:
             return Call(name, tuple(self.expr(a) for a in node.args), loc=loc)
         if _is_field_operator(value):
             called = parse_field_operator(value.definition)  # type: ignore[attr-defined]
-            arguments = call_arguments(node, called.name, called.params, node.keywords, self.source)
-            return OperatorCall(called, tuple(self.expr(a) for a in arguments), loc=loc)
+            names = [name for name, _ in called.signature]
+            arguments = call_arguments(node, called.name, names, node.keywords, self.source)
+            flat: list[Expr] = []
+            for (name, parts), argument in zip(called.signature, arguments, strict=True):
+                if parts is None:
+                    flat.append(self.expr(argument))
+                    continue
+                items = self.values(argument)
+                if items is None or len(items) != len(parts):
+                    raise self.error(
+                        DSLTypeError,
+                        f"argument {name!r} of {called.name!r} is a tuple of {len(parts)} "
+                        "value(s); pass a tuple, like (a, b)",
+                        argument,
+                    )
+                flat += items
+            return OperatorCall(called, tuple(flat), loc=loc)
         raise self.error(
             DSLTypeError,
             f"{ast.unparse(callee)!r} is not a field, a DSL builtin or a field operator, so it "
@@ -506,7 +552,11 @@ class _ExprParser:
         a scan operator with a tuple carry), or None for any other expression."""
         match node:
             case ast.Tuple(elts=elements):
-                return tuple(self.expr(e) for e in elements)
+                items: list[Expr] = []
+                for element in elements:
+                    inner = self.values(element)
+                    items += inner if inner is not None else [self.expr(element)]
+                return tuple(items)
             case ast.Name(id=name) if name in self.tuples:
                 loc = self.source.location(node)
                 return tuple(Ref(self.renames.get(c, c), loc=loc) for c in self.tuples[name])
@@ -526,7 +576,8 @@ class _ExprParser:
         if self.in_scan:
             raise self.error(DSLSyntaxError, "a scan operator cannot call another scan", node)
         operator = parse_scan_operator(value.definition)  # type: ignore[attr-defined]
-        arguments = call_arguments(node, operator.name, operator.params, node.keywords, self.source)
+        names = [p.name for p in operator.params]
+        arguments = call_arguments(node, operator.name, names, node.keywords, self.source)
         return operator, tuple(self.expr(a) for a in arguments)
 
     def offsets(self, node: ast.Call) -> tuple[tuple[str, int], ...]:
@@ -575,12 +626,12 @@ class _ExprParser:
 def call_arguments(
     node: ast.Call,
     callee: str,
-    params: tuple[Param, ...],
+    names: Sequence[str],
     keywords: list[ast.keyword],
     source: FunctionSource,
 ) -> list[ast.expr]:
-    """The argument expressions of a call of ``callee`` (taking ``params``), in parameter
-    order.
+    """The argument expressions of a call of ``callee`` (taking parameters ``names``), in
+    parameter order.
 
     ``keywords`` are the call's keyword arguments naming parameters (a program's ``out=``
     and ``domain=`` already taken out).
@@ -588,7 +639,6 @@ def call_arguments(
     Raises:
         DSLTypeError: too many or missing arguments, an unknown or repeated keyword.
     """
-    names = [p.name for p in params]
     takes = f"{callee}() takes {len(names)} argument(s) ({', '.join(names)})"
     if len(node.args) > len(names):
         raise source.error(DSLTypeError, f"{takes}, got {len(node.args)}", node)
@@ -669,9 +719,11 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
         return cached
     function = definition.function
     source = function_source(function)
-    params = parameter_types(function, source)
+    tuples: dict[str, tuple[str, ...]] = {}
+    params = parameter_types(function, source, tuples=tuples)
     result_types = _result_types(function, source)
     parser = _ExprParser(function, source, {p.name: p.type for p in params})
+    parser.tuples.update(tuples)
     body: list[Assign] = []
     statements = _without_docstring(source.function_def.body)
     results = _parse_block(statements, parser, body)
@@ -694,6 +746,7 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
         tuple(body),
         results,
         result_types,
+        tuple(tuples.items()),
         loc=source.location(source.function_def),
     )
     _OPERATOR_CACHE[definition] = operator
@@ -713,9 +766,14 @@ def _parse_block(
     """
     source = parser.source
     for index, statement in enumerate(statements):
+        called = None
+        if isinstance(statement, ast.Assign | ast.Return) and statement.value is not None:
+            called = _tuple_call(parser, statement.value, body, source.location(statement))
         match statement:
-            case ast.Assign(targets=[target], value=value) if parser.values(value) is not None:
-                items = parser.values(value)
+            case ast.Assign(targets=[target], value=value) if (
+                called is not None or parser.values(value) is not None
+            ):
+                items = called if called is not None else parser.values(value)
                 assert items is not None
                 loc = source.location(statement)
                 names = (
@@ -750,7 +808,7 @@ def _parse_block(
                         "statements after `return` are not allowed",
                         statements[index + 1],
                     )
-                values = parser.values(value)
+                values = called if called is not None else parser.values(value)
                 return values if values is not None else (parser.expr(value),)
             case ast.If() if parser.in_scan:
                 raise source.error(
@@ -773,6 +831,29 @@ def _parse_block(
                 )
                 raise source.error(DSLSyntaxError, message, statement)
     return None
+
+
+def _tuple_call(
+    parser: _ExprParser, node: ast.expr, body: list[Assign], loc: SourceLocation | None
+) -> tuple[Expr, ...] | None:
+    """For a call of a field operator returning several fields: bind them to new locals
+    in ``body`` (the inliner unpacks such a call) and return reads of them; else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)):
+        return None
+    callee = parser.resolve_constant(node.func)
+    if not _is_field_operator(callee):
+        return None
+    operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
+    if len(operator.result_types) < 2:
+        return None
+    call = parser.expr(node)
+    parser.private_names += 1
+    names = tuple(
+        f"{operator.name}__r{parser.private_names}_{i}" for i in range(len(operator.result_types))
+    )
+    targets = _bind(parser, names)
+    body.append(Assign(targets, call, loc=loc))
+    return tuple(Ref(target, loc=loc) for target in targets)
 
 
 def _tuple_local(parser: _ExprParser, name: str, size: int) -> tuple[str, ...]:
@@ -882,10 +963,10 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _target_names(target: ast.expr, source: FunctionSource) -> tuple[str, ...]:
-    if isinstance(target, ast.Name):
-        return (target.id,)
-    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
-        return tuple(e.id for e in target.elts)  # type: ignore[attr-defined]
+    """The names an assignment binds, nested tuples (a, (b, c) = ...) flattened."""
+    leaves = _flat_items(target)
+    if all(isinstance(e, ast.Name) for e in leaves):
+        return tuple(e.id for e in leaves)  # type: ignore[attr-defined]
     raise source.error(
         DSLSyntaxError,
         "only assignments to plain names are supported (x = ..., or a, b = op(...))",
@@ -1112,7 +1193,7 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
             node,
         )
     out_node = keywords["out"].value
-    out_items = out_node.elts if isinstance(out_node, ast.Tuple) else [out_node]
+    out_items = _flat_items(out_node)
     outputs = tuple(_output_target(item, parser, params) for item in out_items)
     if len(outputs) != result_count:
         raise source.error(
@@ -1123,7 +1204,27 @@ def _parse_stencil_call(node: ast.Call, parser: _ExprParser, params: Mapping[str
     if "domain" in keywords:
         outputs = _with_domain(outputs, keywords["domain"].value, parser, params)
     keyword_args = [k for k in node.keywords if k.arg not in {"out", "domain"}]
-    arguments = call_arguments(node, operator.name, operator.params, keyword_args, source)
+    signature = (
+        operator.signature
+        if isinstance(operator, FieldOperatorIR)
+        else tuple((p.name, None) for p in operator.params)
+    )
+    names = [name for name, _ in signature]
+    grouped = call_arguments(node, operator.name, names, keyword_args, source)
+    arguments: list[ast.expr] = []
+    for (name, parts), arg in zip(signature, grouped, strict=True):
+        if parts is None:
+            arguments.append(arg)
+            continue
+        items = _flat_items(arg)
+        if not isinstance(arg, ast.Tuple) or len(items) != len(parts):
+            raise source.error(
+                DSLTypeError,
+                f"argument {name!r} of {operator.name!r} is a tuple of {len(parts)} field(s); "
+                "pass a tuple of program parameters, like (a, b)",
+                arg,
+            )
+        arguments += items
     args: list[Expr] = []
     for arg in arguments:
         if isinstance(arg, ast.Name) and arg.id in params:
@@ -1172,6 +1273,13 @@ def _output_target(node: ast.expr, parser: _ExprParser, params: Mapping[str, Typ
         slices.append((_bound(item.lower, parser), _bound(item.upper, parser)))
     slices.extend([(None, None)] * (rank - len(slices)))
     return OutputTarget(base.id, tuple(slices), loc=source.location(node))
+
+
+def _flat_items(node: ast.expr) -> list[ast.expr]:
+    """The leaves of a (nested) tuple expression, in order; a non-tuple is its own leaf."""
+    if isinstance(node, ast.Tuple):
+        return [leaf for element in node.elts for leaf in _flat_items(element)]
+    return [node]
 
 
 def _with_domain(

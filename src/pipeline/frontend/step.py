@@ -18,6 +18,7 @@ from pipeline.passes.cse import eliminate_common_subexpressions
 from pipeline.passes.extents import analyse_extents
 from pipeline.passes.folding import fold_constants
 from pipeline.passes.inlining import inline_operators
+from pipeline.passes.splitting import split_by_output_dimensions
 from pipeline.passes.typing_ import infer_types
 from pipeline.stages import CompilableProgram, ProgramDefinition
 from pipeline.workflow import Step
@@ -39,6 +40,7 @@ class Frontend:
     inlining: Step[ProgramIR, ProgramIR] = inline_operators
     constant_folding: Step[ProgramIR, ProgramIR] = fold_constants
     common_subexpressions: Step[ProgramIR, ProgramIR] = eliminate_common_subexpressions
+    splitting: Step[ProgramIR, ProgramIR] = split_by_output_dimensions
     extent_analysis: Step[ProgramIR, ProgramIR] = analyse_extents
 
     def __call__(self, definition: ProgramDefinition, /) -> CompilableProgram:
@@ -47,6 +49,7 @@ class Frontend:
         ir = self.inlining(ir)
         ir = self.constant_folding(ir)
         ir = self.common_subexpressions(ir)
+        ir = self.splitting(ir)
         ir = self.extent_analysis(ir)
         return CompilableProgram(definition, ir)
 

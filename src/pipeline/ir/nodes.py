@@ -192,14 +192,32 @@ class Param:
 
 @attrs.frozen
 class FieldOperatorIR:
-    """A field operator: statements then the returned expressions."""
+    """A field operator: statements then the returned expressions.
+
+    ``params`` are flat: a tuple-typed parameter ``t`` is one parameter per component
+    (``t__0``, ``t__1``, ...); ``tuples`` names those, by the parameter as written.
+    """
 
     name: str
     params: tuple[Param, ...]
     body: tuple[Assign, ...]
     results: tuple[Expr, ...]
     result_types: tuple[FieldType, ...]
+    tuples: tuple[tuple[str, tuple[str, ...]], ...] = ()
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def signature(self) -> tuple[tuple[str, tuple[str, ...] | None], ...]:
+        """The parameters as written: each name, with its components if it is a tuple."""
+        tuples = dict(self.tuples)
+        result: list[tuple[str, tuple[str, ...] | None]] = []
+        for param in self.params:
+            owner = next((n for n, parts in tuples.items() if param.name in parts), None)
+            if owner is None:
+                result.append((param.name, None))
+            elif not result or result[-1][0] != owner:
+                result.append((owner, tuples[owner]))
+        return tuple(result)
 
 
 @attrs.frozen
