@@ -22,26 +22,54 @@ only the axis runs one column, on one thread.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from pathlib import Path
 
 import attrs
 
 from backends.c.codegen import StencilCode, _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, literal
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
-from pipeline.dsl.types import float64
-from pipeline.ir.nodes import ProgramIR, Scan, Stencil
+from pipeline.dsl.types import FieldType, float64
+from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
+from pipeline.passes.traversal import walk
 
-__all__ = ["DEFAULT_BLOCK", "generate_sweep"]
+__all__ = ["BLOCKS", "choose_block", "generate_sweep", "l1_data_cache_bytes"]
 
-#: Points of the vector dimension per block (``CTranslation.sweep_block``). More points give
-#: each step more independent chains (the carry update is a chain of dependent operations,
-#: a division in a tridiagonal solve); fewer keep the block's rows and buffers in L1. On the
-#: 2-core Zen 4 measured (256x256x64, medians of 15 calls, runs differ by up to 30%): the
-#: tridiagonal solve took 14-16 ms with 16, 10-17 ms with 32, 9.7-9.9 ms with 48 and 64;
-#: the vertical advection (more fields per step) 18-19 ms with 16, 19-21 ms with 32, 22-23
-#: ms with 48, 21-26 ms with 64.
-DEFAULT_BLOCK = 32
+#: Points of the vector dimension per block, by default (``CTranslation.sweep_block=None``)
+#: the largest of these whose rows fit half the L1 data cache: each step of a pass touches
+#: one cache line of every row it reads per point of the block, for the 8 steps that line
+#: serves. More points give each step more independent chains (the carry update is a chain
+#: of dependent operations, a division in a tridiagonal solve); fewer keep the rows in L1.
+#: Measured on the 2-core Zen 4 (32 KiB L1d; 256x256x64, medians of 21 calls): the
+#: tridiagonal solve (4 rows a step) took 14.6 ms with 16 points, 13.7 with 32, 12.4 with
+#: 48, 9.7-9.8 with 64, 10.9 with 128; the vertical advection (6 rows) 18.1-18.2 with 16,
+#: 17.5-18.1 with 32, 20.9-22.5 with 64.
+BLOCKS = (64, 32, 16)
+
+
+@functools.cache
+def l1_data_cache_bytes() -> int:
+    """The first CPU's level-1 data cache, from sysfs (32 KiB where it does not say)."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if level == "1" and kind in {"Data", "Unified"} and size.endswith("K"):
+            return int(size[:-1]) * 1024
+    return 32 * 1024
+
+
+def choose_block(rows: int, l1_bytes: int) -> int:
+    """The sweep block for a stencil whose passes read ``rows`` rows a step."""
+    for block in BLOCKS:
+        if rows * block * 64 <= l1_bytes // 2:
+            return block
+    return BLOCKS[-1]
 
 
 @attrs.frozen
@@ -65,7 +93,7 @@ class _Storage:
 
 
 class _SweepGenerator(_StencilGenerator):
-    block = DEFAULT_BLOCK  # set per translation by generate_sweep
+    block = BLOCKS[0]  # set per stencil by generate_sweep
 
     def generate(self) -> StencilCode:
         plan = plan_sweeps(self.stencil)
@@ -242,11 +270,13 @@ def generate_sweep(
     *,
     unit_stride: Mapping[str, bool],
     parallel_min_points: int,
-    block: int = DEFAULT_BLOCK,
+    block: int | None = None,
+    l1_bytes: int = 32 * 1024,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil``, which runs scans, over a
     domain (the same signature and return value as ``codegen.generate_stencil``'s), with
-    ``block`` points of the vector dimension per block."""
+    ``block`` points of the vector dimension per block (None: ``choose_block`` for the rows
+    the stencil reads and an L1 data cache of ``l1_bytes``)."""
     generator = _SweepGenerator(
         program,
         stencil,
@@ -257,5 +287,32 @@ def generate_sweep(
         parallel_min_points=parallel_min_points,
         prefetch_distance=0,
     )
-    generator.block = block
-    return generator.generate()
+    rows = _rows_read(program, stencil)
+    generator.block = block if block is not None else choose_block(rows, l1_bytes)
+    code = generator.generate()
+    how = "given" if block is not None else f"chosen: {rows} rows a step, L1d {l1_bytes // 1024} KiB"
+    note = f"/* sweep block: {generator.block} points ({how}) */"
+    return attrs.evolve(code, text=f"{note}\n{code.text}")
+
+
+def _rows_read(program: ProgramIR, stencil: Stencil) -> int:
+    """How many rows along the scan axis a step of the stencil reads: distinct field reads
+    apart from their offset along the axis (through locals)."""
+    plan = plan_sweeps(stencil)
+    assert plan is not None
+    definitions = {a.targets[0]: a.value for a in stencil.body}
+    rows: set[tuple[str, tuple[tuple[str, int], ...]]] = set()
+    seen: set[str] = set()
+    pending: list[Expr] = [*stencil.results]
+    pending += [arg for _, keys in plan.phases for key in keys for arg in key[1]]
+    while pending:
+        for node in walk(pending.pop()):
+            if not isinstance(node, Ref):
+                continue
+            if node.name in definitions:
+                if node.name not in seen:
+                    seen.add(node.name)
+                    pending.append(definitions[node.name])
+            elif isinstance(program.param(node.name).type, FieldType):
+                rows.add((node.name, tuple(o for o in node.offsets if o[0] != plan.axis)))
+    return max(1, len(rows))

@@ -14,7 +14,7 @@ from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
 from backends.c.scratch import SCRATCH_C
-from backends.c.sweeps import DEFAULT_BLOCK, generate_sweep
+from backends.c.sweeps import generate_sweep, l1_data_cache_bytes
 from backends.loops import plan_sweeps
 from pipeline import arguments
 from pipeline.dsl.types import FieldType
@@ -82,18 +82,24 @@ class CTranslation:
         prefetch_distance: on the parallel path, each sweep position prefetches the rows it
             will touch first this many positions later (0: no software prefetching).
         sweep_block: in stencils that run scans, how many points of the innermost other
-            dimension each step computes together (see ``backends.c.sweeps``).
+            dimension each step computes together; None: chosen per stencil from the rows
+            it reads and this machine's L1 data cache (``backends.c.sweeps.choose_block``;
+            the generated C says which).
     """
 
     temporaries: bool = True
     tile_sizes: tuple[int, ...] = attrs.field(default=(8, 32), validator=_positive_sizes)
     parallel_min_points: int = attrs.field(default=32768, validator=attrs.validators.ge(0))
     prefetch_distance: int = attrs.field(default=4, validator=attrs.validators.ge(0))
-    sweep_block: int = attrs.field(default=DEFAULT_BLOCK, validator=attrs.validators.ge(1))
+    sweep_block: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+    )
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
-        return (attrs.astuple(self), _GENERATOR_VERSION)
+        # The automatic sweep block depends on the machine's L1 data cache.
+        machine = l1_data_cache_bytes() if self.sweep_block is None else None
+        return (attrs.astuple(self), machine, _GENERATOR_VERSION)
 
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         ir: ProgramIR = program.ir
@@ -117,6 +123,7 @@ class CTranslation:
                 unit_stride=unit,
                 parallel_min_points=self.parallel_min_points,
                 block=self.sweep_block,
+                l1_bytes=l1_data_cache_bytes(),
             )
         return generate_stencil(
             ir,
