@@ -170,7 +170,9 @@ def test_the_gpu_translation_puts_arguments_in_gpu_global_memory():
     assert dace.ScheduleType.GPU_Device in schedules
 
 
-@pytest.mark.parametrize("name", ["lap", "hdiff_program"])
+@pytest.mark.parametrize(
+    "name", ["lap", "hdiff_program", "fused_tridiagonal_program", "vertical_boundaries_program"]
+)
 def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
     """As far as dace_gpu can be checked on a machine without a GPU: DaCe's CUDA code
     generation accepts the SDFG, and every kernel gets our block size (DaCe's fallback is
