@@ -5,18 +5,30 @@ package and Python versions) with a fingerprint of the input. Exceptions are nev
 
 On disk, concurrent misses on one key compute once, across threads and processes: the first
 caller holds an OS file lock (released by the kernel if the process dies) while it computes;
-the others wait on the lock and then read the published entry. An entry that cannot be read
-back is evicted with a logged warning and recomputed.
+the others wait on the lock and then read the published entry.
+
+Every disk entry verifies itself (``_seal``/``_open``): it is bytes that carry its key and
+the SHA-256 of its payload, checked before the payload is unpickled, so a damaged, altered,
+swapped or foreign value is evicted with a logged warning (naming the directory) and
+recomputed, never returned. diskcache is never asked to unpickle (``_PlainDisk`` refuses).
+A damaged store (the sqlite file) is moved aside and recreated. A store that cannot be
+written (a read-only directory, a full disk) still serves what it holds and computes the
+rest uncached, with one warning.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import pickle
+import sqlite3
 import stat
 import sys
 import threading
+import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -28,7 +40,7 @@ import cachetools
 import diskcache
 import filelock
 
-from pipeline.errors import CacheStoreError, UnsafeCacheDirectoryError
+from pipeline.errors import CacheDegradedWarning, CacheStoreError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import code_digest, fingerprint
 from pipeline.workflow import Step, step_name
 
@@ -155,7 +167,16 @@ def ensure_private_directory(path: str | os.PathLike[str]) -> Path:
             POSIX) owned by another user; the message says how to fix it.
     """
     directory = Path(path).expanduser().absolute()
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _refuse_replaceable_ancestors(directory)
+    # Each missing level is made 0700 itself: mkdir(parents=True) makes parents by the
+    # umask (0777 under umask 000), and the mode asked for is cut by the umask too.
+    missing = [p for p in (directory, *directory.parents) if not p.exists()]
+    for level in reversed(missing):
+        try:
+            level.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by another process
+        level.chmod(0o700)
     info = directory.stat()
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafeCacheDirectoryError(f"cache path {directory} is not a directory")
@@ -174,25 +195,197 @@ def ensure_private_directory(path: str | os.PathLike[str]) -> Path:
     return directory
 
 
+#: The first bytes of every disk entry (the format's version).
+_MAGIC = b"stencilforge-entry-1\n"
+
+
+class DamagedEntryError(Exception):
+    """A stored entry that cannot be trusted (internal: the entry is evicted)."""
+
+
+def _seal(key: str, value: object) -> bytes:
+    """The bytes stored for ``value`` under ``key``: the key and the payload's SHA-256
+    before the payload (the pickled value)."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    return b"".join((_MAGIC, key.encode(), b"\n", digest, b"\n", payload))
+
+
+def _open(key: str, stored: object) -> Any:
+    """The value sealed in ``stored``, if it is an intact entry of ``key``.
+
+    Raises:
+        DamagedEntryError: not an entry of this format, of another key (swapped), or its
+            payload does not match its hash (altered or torn); nothing was unpickled.
+    """
+    if not isinstance(stored, bytes) or not stored.startswith(_MAGIC):
+        raise DamagedEntryError(f"not a stencilforge entry (a {type(stored).__name__})")
+    try:
+        stored_key, digest, payload = stored[len(_MAGIC) :].split(b"\n", 2)
+    except ValueError:
+        raise DamagedEntryError("a truncated entry") from None
+    if stored_key.decode(errors="replace") != key:
+        raise DamagedEntryError("the entry of another key (swapped or copied)")
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        raise DamagedEntryError("its payload does not match its SHA-256 (altered or torn)")
+    return pickle.loads(payload)
+
+
+class _PlainDisk(diskcache.Disk):  # type: ignore[misc]
+    """diskcache's storage, refusing to unpickle anything it reads: our entries are bytes,
+    and a pickled value in the store was not written by us."""
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        if mode == diskcache.core.MODE_PICKLE:
+            raise DamagedEntryError("a pickled value, which stencilforge never stores")
+        return super().fetch(mode, filename, value, read)
+
+
+def _refuse_replaceable_ancestors(directory: Path) -> None:
+    """Refuse a cache whose path passes through a directory that everyone may write without
+    the sticky bit: anyone could rename the cache away and put their own in its place.
+
+    Raises:
+        UnsafeCacheDirectoryError: naming the directory and what to do.
+    """
+    for ancestor in directory.parents:
+        try:
+            mode = ancestor.stat().st_mode
+        except OSError:
+            continue
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise UnsafeCacheDirectoryError(
+                f"cache directory {directory} lies under {ancestor}, which is writable by "
+                "everyone without the sticky bit: anyone could replace the cache with entries "
+                "of their own, which would then be loaded. Put the cache under a directory "
+                f"only you can write (set STENCILFORGE_CACHE_DIR), or `chmod +t {ancestor}`"
+            )
+
+
+def _make_private(store: Path) -> None:
+    """The store's files 0600 and directories 0700, whatever the umask made them (sqlite
+    gives its log files the database file's mode, so new ones follow)."""
+    for path in (store, *store.rglob("*")):
+        try:
+            if path.is_symlink():
+                continue
+            path.chmod(0o700 if path.is_dir() else 0o600)
+        except OSError:
+            continue
+
+
 class DiskStepCache:
-    """A ``diskcache.Cache`` under a private directory, shared by threads and processes."""
+    """A ``diskcache.Cache`` under a private directory, shared by threads and processes.
+
+    Entries verify themselves (see the module docstring); a damaged store is moved aside and
+    recreated; a store that cannot be written serves what it holds and computes the rest
+    uncached, with one warning.
+    """
 
     strict = True
 
     def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 600.0) -> None:
         self.directory = ensure_private_directory(directory)
         self.stats = CacheStats()
-        self._entries = diskcache.Cache(str(self.directory / "entries"))
-        self._locks = self.directory / "locks"
-        self._locks.mkdir(mode=0o700, exist_ok=True)
         self._lock_timeout = lock_timeout
+        self._locks = self.directory / "locks"
+        self._writable = os.access(self.directory, os.W_OK)
+        self._warned = False
+        self._state_lock = threading.Lock()
+        self._entries: diskcache.Cache | None = None
+        if self._writable:
+            self._locks.mkdir(mode=0o700, exist_ok=True)
+            self._entries = self._open_store()
+        else:
+            self._degrade(f"{self.directory} is not writable")
 
     def __repr__(self) -> str:
         return f"DiskStepCache({str(self.directory)!r})"
 
+    @property
+    def _store(self) -> Path:
+        return self.directory / "entries"
+
+    def _open_store(self) -> diskcache.Cache | None:
+        """The store, recreated (the damaged one moved aside) if it cannot be opened."""
+        try:
+            return self._private_store()
+        except sqlite3.OperationalError as error:
+            # No space, no permission, an I/O error: the store may be intact. Read it only.
+            self._degrade(f"its store cannot be opened for writing ({error})")
+            return None
+        except sqlite3.DatabaseError as error:
+            aside = self._store.with_name(f"entries.damaged-{int(time.time())}-{os.getpid()}")
+            _log.warning(
+                "the cache store %s is damaged (%s: %s); moved aside to %s and recreated",
+                self._store,
+                type(error).__name__,
+                error,
+                aside,
+            )
+            self._store.rename(aside)
+            try:
+                return self._private_store()
+            except sqlite3.DatabaseError as again:
+                self._degrade(f"its store cannot be recreated ({again})")
+                return None
+
+    def _private_store(self) -> diskcache.Cache:
+        # Values inline in the database, not in files of their own (diskcache's default above
+        # 32 KiB): one file to keep private, and a full disk fails as sqlite's "disk is full".
+        entries = diskcache.Cache(
+            str(self._store), disk=_PlainDisk, disk_min_file_size=2**31 - 1
+        )
+        _make_private(self._store)
+        return entries
+
+    def _degrade(self, reason: str) -> None:
+        """Keep serving what can be read, compute the rest uncached: warn once."""
+        self._writable = False
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"the build cache {self.directory} cannot store new entries: {reason}. "
+                "Programs it holds are served; others are compiled in memory each time, "
+                "uncached (free space, fix the permissions, or set STENCILFORGE_CACHE_DIR)",
+                CacheDegradedWarning,
+                stacklevel=4,
+            )
+
+    def _read(self, key: str) -> object:
+        """The stored bytes of ``key`` (``_MISSING`` when none), without the writable store
+        if there is none (read-only: straight from the sqlite file)."""
+        if self._entries is not None:
+            try:
+                return self._entries.get(key, default=_MISSING, retry=True)
+            except sqlite3.DatabaseError as error:
+                self._recover(error)
+                return _MISSING
+        return _read_only_lookup(self._store, key)
+
+    def _recover(self, error: sqlite3.DatabaseError) -> None:
+        with self._state_lock:
+            if isinstance(error, sqlite3.OperationalError):
+                self._degrade(str(error))
+                return
+            if self._entries is not None:
+                self._entries.close()
+            self._entries = self._open_store() if self._writable else None
+
+    def _evict(self, key: str) -> None:
+        if self._entries is None:
+            return
+        try:
+            self._entries.delete(key, retry=True)
+        except sqlite3.DatabaseError as error:
+            self._recover(error)
+
     def _lookup(self, key: str, validate: Callable[[Any], bool] | None) -> tuple[bool, Any]:
         try:
-            value = self._entries.get(key, default=_MISSING, retry=True)
+            stored = self._read(key)
+            if stored is _MISSING:
+                return False, None
+            value = _open(key, stored)
         except Exception as error:
             _log.warning(
                 "evicting damaged cache entry %s in %s (%s: %s); it will be recomputed",
@@ -202,9 +395,7 @@ class DiskStepCache:
                 error,
             )
             self.stats.damaged += 1
-            self._entries.delete(key, retry=True)
-            return False, None
-        if value is _MISSING:
+            self._evict(key)
             return False, None
         if validate is not None and not validate(value):
             _log.warning(
@@ -214,14 +405,19 @@ class DiskStepCache:
                 self.directory,
             )
             self.stats.damaged += 1
-            self._entries.delete(key, retry=True)
+            self._evict(key)
             return False, None
         self.stats.hits += 1
         return True, value
 
     @contextmanager
     def _single_flight(self, key: str) -> Iterator[None]:
-        lock = filelock.FileLock(self._locks / f"{key}.lock", timeout=self._lock_timeout)
+        if not self._writable:
+            yield  # nothing is published: no one waits for this computation
+            return
+        lock = filelock.FileLock(
+            self._locks / f"{key}.lock", timeout=self._lock_timeout, mode=0o600
+        )
         with lock:
             yield
 
@@ -238,7 +434,7 @@ class DiskStepCache:
             self.stats.misses += 1
             result = compute()
             try:
-                self._entries.set(key, result, retry=True)
+                sealed = _seal(key, result)
             except (pickle.PicklingError, TypeError, AttributeError) as error:
                 raise CacheStoreError(
                     f"{self!r} cannot store a {type(result).__module__}."
@@ -246,11 +442,47 @@ class DiskStepCache:
                     "picklable artifact (attrs classes of plain values are), or cache the step "
                     "in memory with CachedStep.in_memory"
                 ) from error
+            if self._entries is not None and self._writable:
+                try:
+                    self._entries.set(key, sealed, retry=True)
+                except sqlite3.DatabaseError as error:
+                    self._recover(error)
+                except OSError as error:  # a value file on a full disk
+                    self._degrade(str(error))
             return result, False
 
     def clear(self) -> None:
         """Remove every entry."""
-        self._entries.clear(retry=True)
+        if self._entries is not None:
+            self._entries.clear(retry=True)
+
+
+def _read_only_lookup(store: Path, key: str) -> object:
+    """``key``'s stored bytes straight from a store that cannot be written (``_MISSING``
+    when it or the entry is absent); pickled values are refused as ``_PlainDisk`` does."""
+    database = store / "cache.db"
+    if not database.exists():
+        return _MISSING
+    wal = store / "cache.db-wal"
+    # A store closed cleanly has its log folded in: read the file as it is. A log left by a
+    # killed writer needs sqlite's shared memory, which a read-only directory cannot hold.
+    pending = wal.exists() and wal.stat().st_size > 0
+    uri = f"file:{database}?mode=ro" + ("" if pending else "&immutable=1")
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
+            row = connection.execute(
+                "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,)
+            ).fetchone()
+    except sqlite3.OperationalError:
+        return _MISSING  # unreadable without writing: computed, uncached (already warned)
+    if row is None:
+        return _MISSING
+    mode, filename, value = row
+    if mode == diskcache.core.MODE_RAW:
+        return bytes(value)
+    if mode == diskcache.core.MODE_BINARY and filename:
+        return (store / filename).read_bytes()
+    raise DamagedEntryError(f"a stored value of mode {mode}")
 
 
 class _Missing:

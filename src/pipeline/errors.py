@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "ArgumentError",
+    "CacheDegradedWarning",
     "CacheStoreError",
     "CompileError",
     "DSLError",
@@ -64,6 +65,11 @@ class CompileError(RuntimeError):
 
 class CacheStoreError(TypeError):
     """A disk-cached step returned a value that its cache cannot store (it cannot be pickled)."""
+
+
+class CacheDegradedWarning(RuntimeWarning):
+    """The build cache cannot store new entries (read-only, full disk): it serves what it
+    holds and computes the rest uncached."""
 
 
 class DamagedArtifactError(RuntimeError):

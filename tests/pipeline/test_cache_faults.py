@@ -1,0 +1,192 @@
+"""The disk cache under faults, each injected between real processes (issue #15).
+
+Every fault must end in the right result, the damaged entry recomputed (once) and a
+warning naming the cache; nothing unreadable surfaces as a crash or a wrong result, and
+nothing planted in the store is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import diskcache
+import pytest
+
+from pipeline import CachedStep
+from pipeline.caching import DiskStepCache
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from cache_fault_steps import Doubling  # noqa: E402
+
+
+def run(directory: Path, log: Path, *xs: int, size: int = 0, umask: int | None = None
+        ) -> tuple[dict, str]:
+    """Run the driver in a fresh interpreter; its JSON report and its stderr."""
+    def preexec() -> None:
+        if umask is not None:
+            os.umask(umask)
+
+    done = subprocess.run(
+        [sys.executable, str(HERE / "cache_fault_steps.py"), str(directory), str(log),
+         str(size), *map(str, xs)],
+        capture_output=True, text=True, timeout=120, preexec_fn=preexec, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def computed(log: Path) -> list[str]:
+    return log.read_text().split() if log.exists() else []
+
+
+def key_of(directory: Path, log: Path, x: int, size: int = 0) -> str:
+    return CachedStep.on_disk(Doubling(str(log), size), directory=directory).cache_key(x)
+
+
+def store(directory: Path) -> diskcache.Cache:
+    return diskcache.Cache(str(directory / "entries"))
+
+
+def test_a_damaged_sqlite_store_is_moved_aside_and_recreated(tmp_path):
+    cache, log = tmp_path / "c", tmp_path / "log"
+    run(cache, log, 3)
+    (cache / "entries" / "cache.db").write_bytes(b"this is not a database" * 100)
+    report, stderr = run(cache, log, 3, 4)
+    assert report["results"] == [6, 8]
+    assert computed(log) == ["3", "3", "4"]
+    assert "is damaged" in stderr and str(cache / "entries") in stderr
+    assert list(cache.glob("entries.damaged-*"))
+    report, _ = run(cache, log, 3, 4)
+    assert report["hits"] == 2 and computed(log) == ["3", "3", "4"]
+
+
+def test_a_value_of_the_wrong_type_is_evicted_and_recomputed(tmp_path):
+    cache, log = tmp_path / "c", tmp_path / "log"
+    run(cache, log, 5)
+    store(cache).set(key_of(cache, log, 5), 42)
+    report, stderr = run(cache, log, 5)
+    assert report["results"] == [10] and report["damaged"] == 1
+    assert "evicting damaged cache entry" in stderr and str(cache) in stderr
+    assert computed(log) == ["5", "5"]
+
+
+def test_an_altered_payload_is_detected_before_it_is_used(tmp_path):
+    cache, log = tmp_path / "c", tmp_path / "log"
+    run(cache, log, 7)
+    key = key_of(cache, log, 7)
+    sealed = store(cache).get(key)
+    # Change the stored result (14 -> 15) inside the pickle, keeping it a valid pickle.
+    altered = sealed.replace(pickle.dumps(14)[2:-1], pickle.dumps(15)[2:-1])
+    assert altered != sealed and pickle.loads(altered.split(b"\n", 3)[3])["twice"] == 15
+    store(cache).set(key, altered)
+    report, stderr = run(cache, log, 7)
+    assert report["results"] == [14]
+    assert "does not match its SHA-256" in stderr
+
+
+def test_swapped_entries_never_answer_for_each_other(tmp_path):
+    cache, log = tmp_path / "c", tmp_path / "log"
+    run(cache, log, 1, 2)
+    a, b = key_of(cache, log, 1), key_of(cache, log, 2)
+    entries = store(cache)
+    first, second = entries.get(a), entries.get(b)
+    entries.set(a, second)
+    entries.set(b, first)
+    report, stderr = run(cache, log, 1, 2)
+    assert report["results"] == [2, 4] and report["damaged"] == 2
+    assert "another key" in stderr
+
+
+def test_a_planted_pickle_is_never_unpickled(tmp_path):
+    cache, log = tmp_path / "c", tmp_path / "log"
+    run(cache, log, 9)
+    marker = tmp_path / "pwned"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    store(cache).set(key_of(cache, log, 9), Planted())  # stored pickled (diskcache mode 4)
+    report, stderr = run(cache, log, 9)
+    assert report["results"] == [18]
+    assert not marker.exists()
+    assert "never stores" in stderr
+
+
+def test_under_umask_000_the_cache_is_still_private(tmp_path):
+    cache, log = tmp_path / "parent" / "c", tmp_path / "log"
+    run(cache, log, 1, umask=0)
+    for path in [tmp_path / "parent", cache, *cache.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if path.is_dir():
+            assert mode == 0o700, f"{path}: {oct(mode)}"
+        else:
+            assert not mode & (stat.S_IWGRP | stat.S_IWOTH), f"{path}: {oct(mode)}"
+
+
+def test_a_cache_under_a_world_writable_parent_without_sticky_bit_is_refused(tmp_path):
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    parent.chmod(0o777)
+    with pytest.raises(PermissionError, match=r"writable by everyone.*sticky"):
+        DiskStepCache(parent / "c")
+    parent.chmod(0o1777)  # like /tmp: others cannot replace what is ours
+    DiskStepCache(parent / "c")
+
+
+def _mount(*args: str) -> bool:
+    return subprocess.run(["mount", *args], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (skipped where this process may not mount)."""
+    point = tmp_path / "disk"
+    point.mkdir()
+    if not _mount("-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(point)):
+        pytest.skip("mounting a tmpfs needs privileges this process lacks")
+    yield point
+    subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_a_read_only_cache_serves_warm_entries_and_computes_the_rest(small_disk, tmp_path):
+    cache, log = small_disk / "c", tmp_path / "log"
+    run(cache, log, 1, 2)
+    assert _mount("-o", "remount,ro", str(small_disk))
+    report, _ = run(cache, log, 1, 2, 3, 3)
+    assert report["results"] == [2, 4, 6, 6]
+    assert report["hits"] == 2
+    assert computed(log) == ["1", "2", "3", "3"]  # the miss is computed, uncached, each time
+    assert len([w for w in report["warnings"] if "cannot store new entries" in w]) == 1
+
+
+def test_a_full_disk_compiles_uncached_and_damages_nothing(small_disk, tmp_path):
+    cache, log = small_disk / "c", tmp_path / "log"
+    run(cache, log, 1, size=100_000)
+    filler = small_disk / "filler"
+    try:
+        with open(filler, "wb") as out:
+            while True:
+                out.write(b"\0" * 4096)
+                out.flush()
+    except OSError:
+        pass  # the disk is full
+    report, _ = run(cache, log, 1, 2, size=100_000)
+    assert report["results"] == [2, 4] and report["hits"] == 1
+    assert any("cannot store new entries" in w for w in report["warnings"])
+    assert computed(log) == ["1", "2"]
+    filler.unlink()
+    report, _ = run(cache, log, 1, 2, size=100_000)
+    assert report["results"] == [2, 4]
+    assert report["hits"] == 1 and report["damaged"] == 0 and report["warnings"] == []
+    report, _ = run(cache, log, 1, 2, size=100_000)
+    assert report["hits"] == 2 and computed(log) == ["1", "2", "2"]
