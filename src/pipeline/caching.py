@@ -302,6 +302,10 @@ class DiskStepCache:
     def __repr__(self) -> str:
         return f"DiskStepCache({str(self.directory)!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A compile worker opens the same directory (the store and locks are per process).
+        return (_reopen, (str(self.directory), self._lock_timeout))
+
     @property
     def _store(self) -> Path:
         return self.directory / "entries"
@@ -455,6 +459,10 @@ class DiskStepCache:
         """Remove every entry."""
         if self._entries is not None:
             self._entries.clear(retry=True)
+
+
+def _reopen(directory: str, lock_timeout: float) -> DiskStepCache:
+    return DiskStepCache(directory, lock_timeout=lock_timeout)
 
 
 def _read_only_lookup(store: Path, key: str) -> object:
