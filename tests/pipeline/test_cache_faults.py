@@ -190,3 +190,50 @@ def test_a_full_disk_compiles_uncached_and_damages_nothing(small_disk, tmp_path)
     assert report["hits"] == 1 and report["damaged"] == 0 and report["warnings"] == []
     report, _ = run(cache, log, 1, 2, size=100_000)
     assert report["hits"] == 2 and computed(log) == ["1", "2", "2"]
+
+
+@pytest.fixture
+def roomy_disk(tmp_path):
+    """A 64 MiB tmpfs for a c_cpu cache (skipped where this process may not mount)."""
+    point = tmp_path / "disk"
+    point.mkdir()
+    if not _mount("-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", str(point)):
+        pytest.skip("mounting a tmpfs needs privileges this process lacks")
+    yield point
+    subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def _c_programs(cache: Path, *names: str) -> dict:
+    from cache_fault_steps import PROGRAMS  # noqa: PLC0415
+
+    script = cache.parent.parent / "c_programs.py"  # beside the mount: the DSL reads it
+    script.write_text(PROGRAMS)
+    done = subprocess.run(
+        [sys.executable, str(script), *names], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "STENCILFORGE_CACHE_DIR": str(cache),
+             "PYTHONPATH": os.pathsep.join(sys.path)}, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_read_only_c_cache_runs_warm_programs_and_compiles_the_others_uncached(roomy_disk):
+    cache = roomy_disk / "stencilforge"
+    warm = _c_programs(cache, "smoothed")
+    assert _mount("-o", "remount,ro", str(roomy_disk))
+    report = _c_programs(cache, "smoothed", "sharpened", "sharpened")
+    assert report["results"]["smoothed"] == warm["results"]["smoothed"]
+    expected = _c_programs_reference()
+    assert report["results"] == pytest.approx(expected)
+    assert sum("cannot store new entries" in w for w in report["warnings"]) >= 1
+
+
+def _c_programs_reference() -> dict:
+    import numpy as np  # noqa: PLC0415
+
+    f = np.arange(30.0).reshape(5, 6) ** 1.5
+    smooth = np.zeros_like(f)
+    smooth[1:-1] = 0.5 * f[1:-1] + 0.25 * (f[:-2] + f[2:])
+    sharp = np.zeros_like(f)
+    sharp[:, 1:-1] = 2.0 * f[:, 1:-1] - 0.5 * (f[:, :-2] + f[:, 2:])
+    return {"smoothed": float(smooth.sum()), "sharpened": float(sharp.sum())}

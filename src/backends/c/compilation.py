@@ -26,7 +26,7 @@ import numpy as np
 from backends.c import units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
-from backends.cache import sweep_stale_builds
+from backends.cache import build_directories, sweep_stale_builds
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -93,8 +93,10 @@ def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
             pass
     identity = _ask_compiler(compiler)
     if memo is not None:
-        temporary = memo.with_suffix(f".{os.getpid()}.tmp")
+        # Written in tmp/ first, where the sweep of stale builds finds what a kill leaves.
+        temporary = memo.parent / "tmp" / f"{memo.name}.{os.getpid()}.tmp"
         try:
+            temporary.parent.mkdir(mode=0o700, exist_ok=True)
             temporary.write_text(identity)
             os.replace(temporary, memo)
         except OSError as error:  # the memo saves time; without it the answer still holds
@@ -212,10 +214,9 @@ class CCompilation:
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
         # Every directory on the way to a published object must be ours alone: whoever can
         # write one of them can replace code that will be loaded.
-        root = ensure_private_directory(self.build_directory)
-        builds = ensure_private_directory(root / "builds")
-        scratch = ensure_private_directory(root / "tmp")
-        sweep_stale_builds(scratch)
+        builds, scratch, kept = build_directories(Path(self.build_directory))
+        if kept:
+            sweep_stale_builds(scratch)
         key = fingerprint((self, source.text))[:24]
         target = builds / f"{source.entry_point}.{key}.so"
         workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))

@@ -29,9 +29,9 @@ import attrs
 
 from allocators import DeviceType
 from backends.c.compilation import compiler_identity
-from backends.cache import sweep_stale_builds
+from backends.cache import build_directories, sweep_stale_builds
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, _dace_version
-from pipeline.caching import package_version
+from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -103,11 +103,12 @@ class SDFGCompilation:
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
+        # The same refusals and the same read-only fallback as c_cpu's builds.
         root = Path(self.build_directory)
-        builds, scratch, shared = root / "builds", root / "tmp", root / "shared"
-        for directory in (builds, scratch, shared):
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        sweep_stale_builds(scratch)
+        builds, scratch, kept = build_directories(root)
+        shared = ensure_private_directory(root / "shared") if kept else scratch
+        if kept:
+            sweep_stale_builds(scratch)
         key = fingerprint((self, source.text))[:24]
         target = builds / f"{source.entry_point}.{key}"
         existing = _published(target, source)
