@@ -68,7 +68,13 @@ def package_version() -> str:
         return "unknown"
 
 
-_SALT = (package_version(), sys.implementation.cache_tag)
+#: The first bytes of every disk entry (the format's version).
+_MAGIC = b"stencilforge-entry-1\n"
+
+
+# The entry format joins the key: entries of an older format are never read (and not
+# reported as damaged after an upgrade).
+_SALT = (package_version(), sys.implementation.cache_tag, _MAGIC)
 
 
 @attrs.define
@@ -193,10 +199,6 @@ def ensure_private_directory(path: str | os.PathLike[str]) -> Path:
             f"loaded, so run `chmod go-w {directory}` or choose another directory"
         )
     return directory
-
-
-#: The first bytes of every disk entry (the format's version).
-_MAGIC = b"stencilforge-entry-1\n"
 
 
 class DamagedEntryError(Exception):
