@@ -12,8 +12,8 @@ Rules (NumPy 2 style, minus implicit mixing of strong dtypes):
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -361,16 +361,16 @@ def _check_argument(
         )
 
 
-# Typed operators by untyped operator (identity: a dict by id, whose entry is dropped when
-# the operator is collected; hashing an IR tree by value on every lookup would cost more).
+# Typed operators (and scan operators) by untyped operator object: see _typed_once.
 _TYPED: dict[int, FieldOperatorIR] = {}
 
 
 def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
     """Type a field operator's body and check its results against its annotation."""
-    cached = _TYPED.get(id(operator))
-    if cached is not None:
-        return cached
+    return _typed_once(_TYPED, operator, _type_operator)
+
+
+def _type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
     typer = _Typer({p.name: p.type for p in operator.params})
     body = tuple(typer.assign(a) for a in operator.body)
     results = tuple(typer.expr(r) for r in operator.results)
@@ -394,20 +394,32 @@ def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
                 f"({', '.join(declared.dim_names)})",
                 result.loc,
             )
-    typed = attrs.evolve(operator, body=body, results=results)
-    _TYPED[id(operator)] = typed
-    weakref.finalize(operator, _TYPED.pop, id(operator), None)
-    return typed
+    return attrs.evolve(operator, body=body, results=results)
 
 
 _TYPED_SCANS: dict[int, ScanOperatorIR] = {}
+Operator = TypeVar("Operator", FieldOperatorIR, ScanOperatorIR)
+
+
+def _typed_once(
+    typed: dict[int, Operator], operator: Operator, type_it: Callable[[Operator], Operator]
+) -> Operator:
+    """``type_it(operator)``, once per operator object (``typed`` keeps it by id until the
+    operator is collected: hashing an IR tree by value on every lookup would cost more)."""
+    found = typed.get(id(operator))
+    if found is None:
+        found = type_it(operator)
+        typed[id(operator)] = found
+        weakref.finalize(operator, typed.pop, id(operator), None)
+    return found
 
 
 def type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
     """Type a scan operator's body and check its new carry against the carry's dtypes."""
-    cached = _TYPED_SCANS.get(id(operator))
-    if cached is not None:
-        return cached
+    return _typed_once(_TYPED_SCANS, operator, _type_scan_operator)
+
+
+def _type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
     typer = _Typer({p.name: p.type for p in (*operator.carry, *operator.params)})
     body = tuple(typer.assign(a) for a in operator.body)
     results = tuple(typer.expr(r) for r in operator.results)
@@ -424,10 +436,7 @@ def type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
                 f"{carry.type.dtype}; convert with astype(..., {carry.type.dtype})",
                 result.loc,
             )
-    typed = attrs.evolve(operator, body=body, results=results)
-    _TYPED_SCANS[id(operator)] = typed
-    weakref.finalize(operator, _TYPED_SCANS.pop, id(operator), None)
-    return typed
+    return attrs.evolve(operator, body=body, results=results)
 
 
 def _type_stencil(stencil: Stencil, env: Mapping[str, Type]) -> Stencil:
