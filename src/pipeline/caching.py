@@ -7,7 +7,7 @@ On disk, concurrent misses on one key compute once, across threads and processes
 caller holds an OS file lock (released by the kernel if the process dies) while it computes;
 the others wait on the lock and then read the published entry.
 
-Every disk entry verifies itself (``_seal``/``_open``): it is bytes that carry its key and
+Every disk entry verifies itself (``_seal``/``open_entry``): it is bytes that carry its key and
 the SHA-256 of its payload, checked before the payload is unpickled, so a damaged, altered,
 swapped or foreign value is evicted with a logged warning (naming the directory) and
 recomputed, never returned. diskcache is never asked to unpickle (``_PlainDisk`` refuses).
@@ -51,6 +51,7 @@ __all__ = [
     "MemoryStepCache",
     "StepCache",
     "ensure_private_directory",
+    "open_entry",
     "package_version",
 ]
 
@@ -213,7 +214,7 @@ def _seal(key: str, value: object) -> bytes:
     return b"".join((_MAGIC, key.encode(), b"\n", digest, b"\n", payload))
 
 
-def _open(key: str, stored: object) -> Any:
+def open_entry(key: str, stored: object) -> Any:
     """The value sealed in ``stored``, if it is an intact entry of ``key``.
 
     Raises:
@@ -339,8 +340,16 @@ class DiskStepCache:
     def _private_store(self) -> diskcache.Cache:
         # Values inline in the database, not in files of their own (diskcache's default above
         # 32 KiB): one file to keep private, and a full disk fails as sqlite's "disk is full".
+        # Reads record their time (least-recently-used pruning, backends.cache_inventory) and
+        # count hits and misses; diskcache's own culling is off (the bound is the whole
+        # cache's, builds included).
         entries = diskcache.Cache(
-            str(self._store), disk=_PlainDisk, disk_min_file_size=2**31 - 1
+            str(self._store),
+            disk=_PlainDisk,
+            disk_min_file_size=2**31 - 1,
+            eviction_policy="least-recently-used",
+            cull_limit=0,
+            statistics=True,
         )
         _make_private(self._store)
         return entries
@@ -391,7 +400,7 @@ class DiskStepCache:
             stored = self._read(key)
             if stored is _MISSING:
                 return False, None
-            value = _open(key, stored)
+            value = open_entry(key, stored)
         except Exception as error:
             _log.warning(
                 "evicting damaged cache entry %s in %s (%s: %s); it will be recomputed",

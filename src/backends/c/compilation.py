@@ -27,6 +27,7 @@ from backends.c import units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
 from backends.cache import build_directories, sweep_stale_builds
+from backends.cache_inventory import enforce_size_bound
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -246,6 +247,8 @@ class CCompilation:
         content_hash = fingerprint_bytes(built.read_bytes())
         os.replace(built, target)  # the publish: atomic on one filesystem
         shutil.rmtree(workdir, ignore_errors=True)
+        if kept:
+            enforce_size_bound(Path(self.build_directory).parent)
         return CompiledArtifact(str(target), content_hash, source.entry_point, source)
 
 

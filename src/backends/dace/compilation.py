@@ -30,6 +30,7 @@ import attrs
 from allocators import DeviceType
 from backends.c.compilation import compiler_identity
 from backends.cache import build_directories, sweep_stale_builds
+from backends.cache_inventory import enforce_size_bound
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, _dace_version
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
@@ -129,6 +130,8 @@ class SDFGCompilation:
                 shutil.rmtree(target, ignore_errors=True)
                 os.replace(folder, target)
         shutil.rmtree(workdir, ignore_errors=True)
+        if kept:
+            enforce_size_bound(root.parent)
         library, _ = artifact_files(target, source.entry_point)
         return CompiledArtifact(str(library), content_hash, source.entry_point, source)
 
