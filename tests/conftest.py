@@ -12,6 +12,7 @@ OPTIONAL_PACKAGE_MARKERS = {
     "requires_jax": "jax",
     "requires_dace": "dace",
     "requires_dask": "distributed",
+    "requires_redis": "redis",
 }
 
 

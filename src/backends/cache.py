@@ -8,6 +8,7 @@ entries are code that will be loaded.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -16,16 +17,21 @@ from pathlib import Path
 
 import platformdirs
 
-from pipeline.caching import ensure_private_directory
+from pipeline.caching import DiskStepCache, StepCache, ensure_private_directory
+from pipeline.shared_cache import RedisStore, SharedStepCache
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
+    "CACHE_URL_VARIABLE",
     "build_directories",
     "cache_directory",
+    "shared_store",
+    "step_cache",
     "sweep_stale_builds",
 ]
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
+CACHE_URL_VARIABLE = "STENCILFORGE_CACHE_URL"
 
 
 def cache_directory() -> Path:
@@ -77,3 +83,26 @@ def build_directories(root: Path) -> tuple[Path, Path, bool]:
         return temporary, temporary, False
     root = ensure_private_directory(root)
     return ensure_private_directory(root / "builds"), ensure_private_directory(root / "tmp"), True
+
+
+def step_cache(directory: Path, root: Path, url: str | None = None) -> StepCache:
+    """The disk cache of a step in ``directory``, with the fleet's shared cache behind it
+    when ``url`` (default ``STENCILFORGE_CACHE_URL``, read now) names one.
+
+    Args:
+        directory: the step's store, under the cache directory ``root``.
+        root: the cache directory (shared builds are unpacked under it).
+        url: ``redis://host:port/db``; ``""`` for none whatever the environment says.
+    """
+    local = DiskStepCache(directory)
+    url = os.environ.get(CACHE_URL_VARIABLE, "") if url is None else url
+    if not url:
+        return local
+    return SharedStepCache(local, shared_store(url), root)
+
+
+@functools.cache
+def shared_store(url: str) -> RedisStore:
+    """One store per shared-cache URL in this process (the documented registry): the steps
+    of every pipeline share its connection, and it is found unavailable, and said so, once."""
+    return RedisStore(url)

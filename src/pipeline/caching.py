@@ -7,7 +7,7 @@ On disk, concurrent misses on one key compute once, across threads and processes
 caller holds an OS file lock (released by the kernel if the process dies) while it computes;
 the others wait on the lock and then read the published entry.
 
-Every disk entry verifies itself (``_seal``/``open_entry``): it is bytes that carry its key and
+Every disk entry verifies itself (``seal_entry``/``open_entry``): it is bytes that carry its key and
 the SHA-256 of its payload, checked before the payload is unpickled, so a damaged, altered,
 swapped or foreign value is evicted with a logged warning (naming the directory) and
 recomputed, never returned. diskcache is never asked to unpickle (``_PlainDisk`` refuses).
@@ -53,6 +53,7 @@ __all__ = [
     "ensure_private_directory",
     "open_entry",
     "package_version",
+    "seal_entry",
 ]
 
 _log = logging.getLogger(__name__)
@@ -206,7 +207,7 @@ class DamagedEntryError(Exception):
     """A stored entry that cannot be trusted (internal: the entry is evicted)."""
 
 
-def _seal(key: str, value: object) -> bytes:
+def seal_entry(key: str, value: object) -> bytes:
     """The bytes stored for ``value`` under ``key``: the key and the payload's SHA-256
     before the payload (the pickled value)."""
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
@@ -449,7 +450,7 @@ class DiskStepCache:
             self.stats.misses += 1
             result = compute()
             try:
-                sealed = _seal(key, result)
+                sealed = seal_entry(key, result)
             except (pickle.PicklingError, TypeError, AttributeError) as error:
                 raise CacheStoreError(
                     f"{self!r} cannot store a {type(result).__module__}."

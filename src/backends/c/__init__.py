@@ -10,6 +10,7 @@ from pathlib import Path
 from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
 from backends.c.loading import CompiledProgram, DamagedArtifactError, load_extension
 from backends.c.translation import C_SOURCE, CTranslation
+from backends.cache import step_cache
 from pipeline.caching import CachedStep, ensure_private_directory
 from pipeline.frontend.step import shared_frontend
 from pipeline.stages import CompiledArtifact, ProgramSource
@@ -34,6 +35,7 @@ def c_cpu_pipeline(
     *,
     translation: CTranslation | None = None,
     compilation: CCompilation | None = None,
+    cache_url: str | None = None,
 ) -> CPipeline:
     """The ``c_cpu`` pipeline with translation and compilation cached under ``cache_directory``.
 
@@ -41,15 +43,17 @@ def c_cpu_pipeline(
         cache_directory: a private directory (see ``backends.cache``).
         translation: the translation step (default ``CTranslation()``).
         compilation: the compilation step (default ``CCompilation`` building into the cache).
+        cache_url: a shared cache behind the local one (``redis://host:port/db``); default
+            ``STENCILFORGE_CACHE_URL``; ``""`` for none.
     """
     cache_directory = ensure_private_directory(cache_directory)
     translation = translation or CTranslation()
     compilation = compilation or CCompilation(str(cache_directory / "c"))
+    translations = step_cache(cache_directory / "translations", cache_directory, cache_url)
+    artifacts = step_cache(cache_directory / "artifacts", cache_directory, cache_url)
     return CompilePipeline(
         frontend=shared_frontend,
-        translation=CachedStep.on_disk(translation, directory=cache_directory / "translations"),
-        compilation=CachedStep.on_disk(
-            compilation, directory=cache_directory / "artifacts", validate=artifact_is_intact
-        ),
+        translation=CachedStep(translation, translations),
+        compilation=CachedStep(compilation, artifacts, validate=artifact_is_intact),
         loading=load_extension,
     )

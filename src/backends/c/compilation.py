@@ -199,9 +199,10 @@ class CCompilation:
         return (*REQUIRED_FLAGS, *self.flags, *self.extra_flags)
 
     def __fingerprint__(self) -> object:
+        # Not the build directory: where a build lands does not change what it is, and a
+        # fleet's machines (their caches in different homes) share builds by this key.
         ensure_private_directory(self.build_directory)
         return (
-            self.build_directory,
             self.compiler,
             self.command_flags,
             compiler_identity(self.compiler, self.build_directory),

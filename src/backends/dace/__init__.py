@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from allocators import DeviceType
+from backends.cache import step_cache
 from backends.dace.compilation import (
     SDFGCompilation,
     SDFGCompilationError,
@@ -47,12 +48,13 @@ def _sdfg_pipeline(
     compilation: SDFGCompilation,
     loading: Any,
 ) -> CompilePipeline[Any, Any, Any]:
+    # The shared cache (STENCILFORGE_CACHE_URL) carries DaCe's build folders as c_cpu's.
+    translations = step_cache(cache_directory / "translations", cache_directory)
+    artifacts = step_cache(cache_directory / "artifacts", cache_directory)
     return attrs.evolve(
         base,
-        translation=CachedStep.on_disk(translation, directory=cache_directory / "translations"),
-        compilation=CachedStep.on_disk(
-            compilation, directory=cache_directory / "artifacts", validate=sdfg_artifact_is_intact
-        ),
+        translation=CachedStep(translation, translations),
+        compilation=CachedStep(compilation, artifacts, validate=sdfg_artifact_is_intact),
         loading=loading,
     )
 

@@ -91,8 +91,8 @@ class SDFGCompilation:
         return SDFG_CPU if self.device_type == DeviceType.CPU else SDFG_CUDA
 
     def __fingerprint__(self) -> object:
+        # Not the build directory (see CCompilation's): a fleet shares builds by this key.
         return (
-            self.build_directory,
             self.device_type.name,
             self.build_type,
             self.cpu_args,

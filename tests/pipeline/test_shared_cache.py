@@ -1,0 +1,220 @@
+"""The shared cache level (Redis) behind each machine's disk cache.
+
+In process with fakeredis: a second machine's empty cache is served from the fleet, builds
+travel with their artifacts, damaged shared entries are rebuilt, a Redis that is down costs
+one warning. With a real ``redis-server`` on loopback (``requires_redis``): a fresh
+process's first c_cpu result without compiling, eight racing processes compiling once, and a
+server stopped mid-run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pipeline import CompiledArtifact, ProgramSource, SourceFormat
+from pipeline.caching import DiskStepCache
+from pipeline.errors import CacheDegradedWarning
+from pipeline.shared_cache import RedisStore, SharedStepCache
+
+fakeredis = pytest.importorskip("fakeredis")
+
+
+def shared(root: Path, server) -> SharedStepCache:
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    remote = RedisStore(client=fakeredis.FakeRedis(server=server))
+    return SharedStepCache(DiskStepCache(root / "translations"), remote, root)
+
+
+def test_an_empty_machine_is_served_by_the_fleet(tmp_path):
+    server = fakeredis.FakeServer()
+    calls = []
+    first = shared(tmp_path / "a", server)
+    assert first.get_or_compute("k", lambda: calls.append(1) or {"v": 1}) == ({"v": 1}, False)
+    second = shared(tmp_path / "b", server)
+    assert second.get_or_compute("k", lambda: calls.append(2) or {"v": 2}) == ({"v": 1}, True)
+    assert calls == [1]
+    # Now in b's local cache: served even without the fleet.
+    alone = SharedStepCache(DiskStepCache(tmp_path / "b" / "translations"), None, tmp_path / "b")
+    assert alone.get_or_compute("k", lambda: {"v": 3}) == ({"v": 1}, True)
+
+
+def _artifact(root: Path, content: bytes) -> CompiledArtifact:
+    builds = root / "c" / "builds"
+    builds.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = builds / "prog.1234.so"
+    path.write_bytes(content)
+    source = ProgramSource(SourceFormat("c", "cpu"), "int x;", "prog")
+    return CompiledArtifact(str(path), hashlib.sha256(content).hexdigest(), "prog", source)
+
+
+def _intact(artifact: CompiledArtifact) -> bool:
+    path = Path(artifact.path)
+    return path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == artifact.content_hash
+
+
+def test_a_build_travels_with_its_artifact_into_the_other_machines_cache(tmp_path):
+    server = fakeredis.FakeServer()
+    built = shared(tmp_path / "a", server).get_or_compute(
+        "art", lambda: _artifact(tmp_path / "a", b"\x7fELF built once"), _intact
+    )[0]
+    served, hit = shared(tmp_path / "b", server).get_or_compute(
+        "art", lambda: pytest.fail("built again"), _intact
+    )
+    assert hit and served.content_hash == built.content_hash
+    assert Path(served.path) == tmp_path / "b" / "c" / "builds" / "prog.1234.so"
+    assert Path(served.path).read_bytes() == b"\x7fELF built once"
+
+
+def test_a_damaged_shared_entry_is_rebuilt_and_replaced(tmp_path):
+    server = fakeredis.FakeServer()
+    shared(tmp_path / "a", server).get_or_compute("k", lambda: "good")
+    client = fakeredis.FakeRedis(server=server)
+    stored = client.get("stencilforge:k")
+    client.set("stencilforge:k", stored[:-3] + b"bad")
+    with pytest.warns(CacheDegradedWarning, match=r"ignoring the shared cache's entry k"):
+        value, hit = shared(tmp_path / "b", server).get_or_compute("k", lambda: "rebuilt")
+    assert (value, hit) == ("rebuilt", False)
+    assert shared(tmp_path / "c", server).get_or_compute("k", lambda: "again") == ("rebuilt", True)
+
+
+def test_a_redis_that_is_down_costs_one_warning_and_no_wait(tmp_path):
+    server = fakeredis.FakeServer()
+    server.connected = False
+    cache = shared(tmp_path / "a", server)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.get_or_compute("k", lambda: 1) == (1, False)
+        assert cache.get_or_compute("j", lambda: 2) == (2, False)
+    assert time.perf_counter() - started < 5
+    assert len([w for w in caught if "unavailable" in str(w.message)]) == 1
+    assert cache.get_or_compute("k", lambda: 3) == (1, True)  # the local cache kept it
+
+
+# --------------------------------------------------------------------------- a real server
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """A redis-server on loopback for this test (skipped where there is none)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (.ci/run installs the Debian package)")
+    port = _free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    import redis  # noqa: PLC0415
+
+    client = redis.Redis(port=port, socket_timeout=1)
+    for _ in range(100):
+        try:
+            if client.ping():
+                break
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0", server
+    server.kill()
+    server.wait()
+
+
+PROGRAM = textwrap.dedent('''
+    import json, sys, time, warnings
+    recording = warnings.catch_warnings(record=True)
+    caught = recording.__enter__()
+    warnings.simplefilter("always")
+    import numpy as np
+    import backends
+    from pipeline import Dimension, Field, field_operator, float64, program, subscribe
+
+    I, J = Dimension("I"), Dimension("J")
+    IJ = Field[[I, J], float64]
+
+    @field_operator
+    def smooth(f: IJ) -> IJ:
+        return 0.5 * f + 0.25 * (f(I - 1) + f(I + 1))
+
+    @program(backend=backends.c_cpu)
+    def smoothed(f: IJ, out: IJ):
+        smooth(f, out=out[1:-1, :])
+
+    compiled = []
+    with subscribe(lambda e: compiled.append(e.cache_hit) if e.stage == "compilation" else None):
+        f = np.arange(30.0).reshape(5, 6) ** 1.5
+        out = np.zeros_like(f)
+        started = time.perf_counter()
+        smoothed(f, out)
+        seconds = time.perf_counter() - started
+    print(json.dumps({"sum": float(out.sum()), "compiled": [not hit for hit in compiled],
+                      "seconds": seconds, "warnings": [str(w.message) for w in caught]}))
+''')
+
+
+def _run(tmp_path: Path, cache: Path, url: str) -> subprocess.Popen:
+    script = tmp_path / f"smoothed_{cache.name}.py"  # one per process: none reads a rewrite
+    script.write_text(PROGRAM)
+    return subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "STENCILFORGE_CACHE_DIR": str(cache),
+                        "STENCILFORGE_CACHE_URL": url},
+    )
+
+
+def _report(process: subprocess.Popen) -> dict:
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.requires_redis
+def test_a_fresh_machine_gets_its_first_result_from_the_fleet_without_compiling(
+    tmp_path, redis_url
+):
+    url, _ = redis_url
+    built = _report(_run(tmp_path, tmp_path / "machine-a", url))
+    assert built["compiled"] == [True]
+    served = _report(_run(tmp_path, tmp_path / "machine-b", url))
+    assert served["compiled"] == [False] and served["sum"] == built["sum"]
+    assert list((tmp_path / "machine-b" / "c" / "builds").iterdir())
+
+
+@pytest.mark.requires_redis
+def test_eight_machines_racing_compile_once(tmp_path, redis_url):
+    url, _ = redis_url
+    processes = [_run(tmp_path, tmp_path / f"machine-{n}", url) for n in range(8)]
+    reports = [_report(p) for p in processes]
+    degraded = [w for r in reports for w in r["warnings"] if "unavailable" in w]
+    assert not degraded, degraded  # (a loaded machine's Redis answering after the timeout)
+    assert sum(r["compiled"] == [True] for r in reports) == 1
+    assert len({r["sum"] for r in reports}) == 1
+
+
+@pytest.mark.requires_redis
+def test_a_redis_stopped_mid_run_degrades_to_the_local_cache(tmp_path, redis_url):
+    url, server = redis_url
+    _report(_run(tmp_path, tmp_path / "machine-a", url))
+    server.kill()
+    server.wait()
+    report = _report(_run(tmp_path, tmp_path / "machine-b", url))
+    assert report["compiled"] == [True]
+    assert sum("is unavailable" in w for w in report["warnings"]) == 1
