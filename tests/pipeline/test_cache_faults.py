@@ -14,6 +14,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import diskcache
@@ -203,10 +204,11 @@ def roomy_disk(tmp_path):
     subprocess.run(["umount", "-l", str(point)], check=False)
 
 
-def _c_programs(cache: Path, *names: str) -> dict:
+def _c_programs(cache: Path, *names: str, script_directory: Path | None = None) -> dict:
     from cache_fault_steps import PROGRAMS  # noqa: PLC0415
 
-    script = cache.parent.parent / "c_programs.py"  # beside the mount: the DSL reads it
+    # Beside the mount (the DSL reads the script's source; a remount would hide it).
+    script = (script_directory or cache.parent.parent) / "c_programs.py"
     script.write_text(PROGRAMS)
     done = subprocess.run(
         [sys.executable, str(script), *names], capture_output=True, text=True, timeout=300,
@@ -237,3 +239,21 @@ def _c_programs_reference() -> dict:
     sharp = np.zeros_like(f)
     sharp[:, 1:-1] = 2.0 * f[:, 1:-1] - 0.5 * (f[:, :-2] + f[:, 2:])
     return {"smoothed": float(smooth.sum()), "sharpened": float(sharp.sum())}
+
+
+def test_what_a_killed_compiler_memo_write_leaves_is_swept(tmp_path):
+    # A kill between writing and renaming the memo leaves its temporary in c/tmp/, where
+    # the sweep of stale builds (an hour old) now removes files too.
+    cache = tmp_path / "stencilforge"
+    _c_programs_in(tmp_path, cache, "smoothed")
+    leftover = cache / "c" / "tmp" / "compiler-0123.txt.4242.tmp"
+    leftover.write_text("half a memo")
+    an_hour_ago = time.time() - 3700
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
+    _c_programs_in(tmp_path, cache, "sharpened")  # a build sweeps
+    assert not leftover.exists()
+    assert not list((cache / "c").glob("compiler-*.tmp"))  # none outside tmp/ either
+
+
+def _c_programs_in(tmp_path: Path, cache: Path, *names: str) -> dict:
+    return _c_programs(cache, *names, script_directory=tmp_path)
