@@ -223,17 +223,14 @@ class DType:
     def __repr__(self) -> str:
         return self.dtype.name
 
-    @property
-    def name(self) -> str:
-        return self.dtype.name
+    def __getattr__(self, name: str) -> Any:
+        # The rest of numpy.dtype's surface (name, kind, itemsize, type, ...).
+        if name == "dtype":  # not yet set (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.dtype, name)
 
-    @property
-    def kind(self) -> str:
-        return self.dtype.kind
-
-    @property
-    def type(self) -> type[Any]:
-        return self.dtype.type
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DType, (self.dtype,))
 
 
 float32 = DType(types.float32)
