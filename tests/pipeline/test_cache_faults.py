@@ -257,3 +257,23 @@ def test_what_a_killed_compiler_memo_write_leaves_is_swept(tmp_path):
 
 def _c_programs_in(tmp_path: Path, cache: Path, *names: str) -> dict:
     return _c_programs(cache, *names, script_directory=tmp_path)
+
+
+def test_a_full_disk_during_a_build_compiles_outside_the_cache(small_disk, tmp_path):
+    cache = small_disk / "stencilforge"
+    warm = _c_programs_in(tmp_path, cache, "smoothed")
+    filler = small_disk / "filler"
+    try:
+        with open(filler, "wb") as out:
+            while True:
+                out.write(b"\0" * 4096)
+                out.flush()
+    except OSError:
+        pass  # the disk is full
+    report = _c_programs_in(tmp_path, cache, "smoothed", "sharpened")
+    assert report["results"]["smoothed"] == warm["results"]["smoothed"]
+    assert report["results"] == pytest.approx(_c_programs_reference())
+    assert any("building outside it, uncached" in w for w in report["warnings"])
+    filler.unlink()
+    again = _c_programs_in(tmp_path, cache, "smoothed", "sharpened")
+    assert again["results"] == report["results"]

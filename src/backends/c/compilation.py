@@ -17,17 +17,15 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from backends.build_cache import BuildCache, BuildSpace
 from backends.c import units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
-from backends.cache import build_directories, sweep_stale_builds
-from backends.cache_inventory import enforce_size_bound
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -215,13 +213,20 @@ class CCompilation:
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
         # Every directory on the way to a published object must be ours alone: whoever can
-        # write one of them can replace code that will be loaded.
-        builds, scratch, kept = build_directories(Path(self.build_directory))
-        if kept:
-            sweep_stale_builds(scratch)
+        # write one of them can replace code that will be loaded (BuildCache refuses them).
         key = fingerprint((self, source.text))[:24]
-        target = builds / f"{source.entry_point}.{key}.so"
-        workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
+        name = f"{source.entry_point}.{key}.so"
+
+        def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
+            built = self._build(source, workdir)
+            path, content_hash = builds.publish(space, built, name)
+            return CompiledArtifact(str(path), content_hash, source.entry_point, source)
+
+        builds = BuildCache(Path(self.build_directory))
+        return builds.build(source.entry_point, build)
+
+    def _build(self, source: ProgramSource, workdir: Path) -> Path:
+        """Compile ``source``'s units in ``workdir`` and link them; the shared object."""
         built = workdir / f"{source.entry_point}.so"
         includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
         files = []
@@ -245,12 +250,7 @@ class CCompilation:
                 ],
             )
             _run_all(program, [[self.compiler, *flags, *objects, "-o", str(built)]])
-        content_hash = fingerprint_bytes(built.read_bytes())
-        os.replace(built, target)  # the publish: atomic on one filesystem
-        shutil.rmtree(workdir, ignore_errors=True)
-        if kept:
-            enforce_size_bound(Path(self.build_directory).parent)
-        return CompiledArtifact(str(target), content_hash, source.entry_point, source)
+        return built
 
 
 def _run_all(program: str, commands: list[list[str]]) -> None:
@@ -275,7 +275,4 @@ def _run_all(program: str, commands: list[list[str]]) -> None:
 
 def artifact_is_intact(artifact: CompiledArtifact) -> bool:
     """Whether the published file still exists with the bytes recorded at publish time."""
-    try:
-        return fingerprint_bytes(Path(artifact.path).read_bytes()) == artifact.content_hash
-    except OSError:
-        return False
+    return BuildCache.intact(Path(artifact.path), artifact.content_hash)

@@ -20,7 +20,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,12 +27,11 @@ from pathlib import Path
 import attrs
 
 from allocators import DeviceType
+from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, content_hash
 from backends.c.compilation import compiler_identity
-from backends.cache import build_directories, sweep_stale_builds
-from backends.cache_inventory import enforce_size_bound
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, _dace_version
 from pipeline.caching import ensure_private_directory, package_version
-from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
+from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = [
@@ -46,7 +44,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-COMPLETE_MARKER = "COMPLETE"
 _BUILD_CACHE_VARIABLE = "DACE_BUILD_CACHE_DIR"
 # DaCe's configuration and the build-cache variable are process-wide: builds take turns.
 _config_lock = threading.RLock()
@@ -104,36 +101,26 @@ class SDFGCompilation:
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
-        # The same refusals and the same read-only fallback as c_cpu's builds.
+        # The same BuildCache as c_cpu's: the same refusals, read-only and full-disk fallbacks.
         root = Path(self.build_directory)
-        builds, scratch, kept = build_directories(root)
-        shared = ensure_private_directory(root / "shared") if kept else scratch
-        if kept:
-            sweep_stale_builds(scratch)
         key = fingerprint((self, source.text))[:24]
-        target = builds / f"{source.entry_point}.{key}"
-        existing = _published(target, source)
-        if existing is not None:
-            return existing  # built by another process whose cache entry we do not see
-        workdir = Path(tempfile.mkdtemp(prefix=f"{source.entry_point}-", dir=scratch))
-        folder = workdir / source.entry_point
-        self._build(source, folder, shared)
-        library, stub = artifact_files(folder, source.entry_point)
-        content_hash = artifact_hash(library, stub)
-        _keep_only(folder, {library.name, stub.name})
-        (folder / COMPLETE_MARKER).write_text(content_hash)
-        try:
-            os.replace(folder, target)  # the publish: atomic on one filesystem
-        except OSError:
-            # Another process published the same build meanwhile; keep the intact one.
-            if _published(target, source) is None:
-                shutil.rmtree(target, ignore_errors=True)
-                os.replace(folder, target)
-        shutil.rmtree(workdir, ignore_errors=True)
-        if kept:
-            enforce_size_bound(root.parent)
-        library, _ = artifact_files(target, source.entry_point)
-        return CompiledArtifact(str(library), content_hash, source.entry_point, source)
+        name = f"{source.entry_point}.{key}"
+        files = tuple(f.name for f in artifact_files(Path(name), source.entry_point))
+
+        def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
+            existing = _published(space.builds / name, source)
+            if existing is not None:
+                return existing  # built by another process whose cache entry we do not see
+            shared = ensure_private_directory(root / "shared") if space.kept else workdir
+            folder = workdir / source.entry_point
+            self._build(source, folder, shared)
+            _keep_only(folder, set(files))
+            target, content_hash = builds.publish(space, folder, name, files)
+            library, _ = artifact_files(target, source.entry_point)
+            return CompiledArtifact(str(library), content_hash, source.entry_point, source)
+
+        builds = BuildCache(root)
+        return builds.build(source.entry_point, build)
 
     def _build(self, source: ProgramSource, folder: Path, shared: Path) -> None:
         import dace  # noqa: PLC0415  (optional package)
@@ -165,20 +152,15 @@ def artifact_files(folder: Path, entry_point: str) -> tuple[Path, Path]:
 
 def artifact_hash(library: Path, stub: Path) -> str:
     """The content hash of a build: SHA-256 of the library and of the stub, joined."""
-    return f"{fingerprint_bytes(library.read_bytes())}:{fingerprint_bytes(stub.read_bytes())}"
+    return content_hash([library, stub])
 
 
 def sdfg_artifact_is_intact(artifact: CompiledArtifact) -> bool:
     """Whether the published build still has its completion marker and the bytes recorded
     at publish time (the ``validate`` of the cached compilation step)."""
-    library = Path(artifact.path)
-    folder = library.parent
-    try:
-        marker = (folder / COMPLETE_MARKER).read_text()
-        files = artifact_files(folder, artifact.entry_point)
-        return marker == artifact.content_hash and artifact_hash(*files) == artifact.content_hash
-    except OSError:
-        return False
+    folder = Path(artifact.path).parent
+    files = [f.name for f in artifact_files(folder, artifact.entry_point)]
+    return BuildCache.intact(folder, artifact.content_hash, files)
 
 
 def _published(target: Path, source: ProgramSource) -> CompiledArtifact | None:
@@ -186,9 +168,9 @@ def _published(target: Path, source: ProgramSource) -> CompiledArtifact | None:
     library, stub = artifact_files(target, source.entry_point)
     try:
         marker = (target / COMPLETE_MARKER).read_text()
-        if artifact_hash(library, stub) != marker:
-            return None
     except OSError:
+        return None
+    if not BuildCache.intact(target, marker, [library.name, stub.name]):
         return None
     return CompiledArtifact(str(library), marker, source.entry_point, source)
 
