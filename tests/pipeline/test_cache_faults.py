@@ -148,15 +148,20 @@ def _mount(*args: str) -> bool:
     return subprocess.run(["mount", *args], capture_output=True, check=False).returncode == 0
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MiB tmpfs (skipped where this process may not mount)."""
+def _tmpfs(tmp_path: Path, size: str):
+    """A tmpfs of ``size`` mounted for the test (skipped where this process may not mount)."""
     point = tmp_path / "disk"
     point.mkdir()
-    if not _mount("-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(point)):
+    if not _mount("-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(point)):
         pytest.skip("mounting a tmpfs needs privileges this process lacks")
     yield point
     subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs."""
+    yield from _tmpfs(tmp_path, "4m")
 
 
 def test_a_read_only_cache_serves_warm_entries_and_computes_the_rest(small_disk, tmp_path):
@@ -195,13 +200,8 @@ def test_a_full_disk_compiles_uncached_and_damages_nothing(small_disk, tmp_path)
 
 @pytest.fixture
 def roomy_disk(tmp_path):
-    """A 64 MiB tmpfs for a c_cpu cache (skipped where this process may not mount)."""
-    point = tmp_path / "disk"
-    point.mkdir()
-    if not _mount("-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", str(point)):
-        pytest.skip("mounting a tmpfs needs privileges this process lacks")
-    yield point
-    subprocess.run(["umount", "-l", str(point)], check=False)
+    """A 64 MiB tmpfs, for a c_cpu cache."""
+    yield from _tmpfs(tmp_path, "64m")
 
 
 def _c_programs(cache: Path, *names: str, script_directory: Path | None = None) -> dict:
