@@ -100,7 +100,7 @@ def _in_domain(out: Any, domain: Any) -> Any:
         return out
     bounds = {dim.name: (int(lo), int(hi)) for dim, (lo, hi) in domain.items()}
     if isinstance(out, tuple):
-        return tuple(o.__dsl_domain__(bounds) for o in out)
+        return tuple(o.__dsl_domain__(bounds) for o in _flattened(out))
     return out.__dsl_domain__(bounds)
 
 
