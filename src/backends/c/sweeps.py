@@ -94,6 +94,73 @@ class _Storage:
 
 class _SweepGenerator(_StencilGenerator):
     block = BLOCKS[0]  # set per stencil by generate_sweep
+    # Fields copied per block into [axis][vector] buffers: name -> (lower, upper) reach along
+    # the axis. Set by generate().
+    buffered: dict[str, tuple[int, int]] = {}  # noqa: RUF012
+    transpose = True
+    _axis = ""
+    _vector: str | None = None
+
+    def read(self, body: ExpressionEmitter, name: str, offsets: tuple[tuple[str, int], ...]) -> str:
+        if name in self.buffered and name not in self.definitions:
+            lower, _ = self.buffered[name]
+            shift = dict(offsets).get(self._axis, 0)
+            index = (
+                f"(x_{self._axis} + ({shift}) - lo_{self._axis} - ({lower})) * {self.block} + "
+                f"(x_{self._vector} - b_{self._vector})"
+            )
+            param = self.program.param(name)
+            return body.let(C_TYPES[param.type.dtype], f"g_{name}[{index}]")
+        return super().read(body, name, offsets)
+
+    def _choose_buffered(self, axis: str, vector: str | None) -> dict[str, tuple[int, int]]:
+        """Fields read only along the axis (no other offset), contiguous along it, over the
+        vector dimension, and never under a condition: copied per block, transposed, so the
+        steps load them a vector at a time instead of gathering."""
+        if vector is None or not self.transpose:
+            return {}
+        guarded = {read.name for read in self.stencil.guarded}
+        written = {target.name for target in self.stencil.outputs}
+        chosen = {}
+        for extent in self.stencil.extents:
+            param = self.program.param(extent.name)
+            assert isinstance(param.type, FieldType)
+            dims = param.type.dim_names
+            if (
+                extent.name in guarded
+                or extent.name in written
+                or dims[-1] != axis
+                or vector not in dims
+                or not self.unit_stride.get(extent.name)
+                or any((d.lower or d.upper) for d in extent.dims if d.dim != axis)
+            ):
+                continue
+            reach = next(d for d in extent.dims if d.dim == axis)
+            chosen[extent.name] = (reach.lower, reach.upper)
+        return chosen
+
+    def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
+        lines = []
+        for name, (lower, upper) in self.buffered.items():
+            param = self.program.param(name)
+            assert isinstance(param.type, FieldType)
+            ctype = C_TYPES[param.type.dtype]
+            terms = []
+            for position, dim in enumerate(param.type.dim_names):
+                if dim == axis:
+                    terms.append(f"(lo_{axis} + ({lower}))")
+                elif dim == vector:
+                    terms.append(f"(b_{vector} + v) * s_{name}_{position}")
+                else:
+                    terms.append(f"x_{dim} * s_{name}_{position}")
+            lines += [
+                f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{",
+                f"{indent}    const {ctype}* restrict src = p_{name} + {' + '.join(terms)};",
+                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels + {upper - lower}; ++k)",
+                f"{indent}        g_{name}[k * {self.block} + v] = src[k];",
+                f"{indent}}}",
+            ]
+        return lines
 
     def generate(self) -> StencilCode:
         plan = plan_sweeps(self.stencil)
@@ -104,6 +171,8 @@ class _SweepGenerator(_StencilGenerator):
         parallel = others[:-1]
         slot = f"x_{vector} - b_{vector}" if vector else "0"
         kept = f"(x_{axis} - lo_{axis}) * {self.block} + {slot}"
+        self._axis, self._vector = axis, vector
+        self.buffered = self._choose_buffered(axis, vector)
         keys = [key for _, phase in plan.phases for key in phase]
         numbers = {key: n for n, key in enumerate(keys)}
         last = len(plan.phases) - 1
@@ -161,6 +230,13 @@ class _SweepGenerator(_StencilGenerator):
                 f"        {ctype}* restrict c{n}_{i} = "
                 f"({ctype}*)malloc(sizeof({ctype}) * {self.block});"
             )
+        for field, (lower, upper) in self.buffered.items():
+            ctype = C_TYPES[self.program.param(field).type.dtype]
+            allocated.append(f"g_{field}")
+            lines.append(
+                f"        {ctype}* restrict g_{field} = ({ctype}*)malloc(sizeof({ctype}) * "
+                f"{self.block} * (sf_levels + {upper - lower}));"
+            )
         for n, i, ctype in kept_buffers:
             allocated.append(f"k{n}_{i}")
             lines.append(
@@ -196,6 +272,7 @@ class _SweepGenerator(_StencilGenerator):
                 f"{loop_indent}const int64_t e_{vector} = b_{vector} + {self.block} < hi_{vector} "
                 f"? b_{vector} + {self.block} : hi_{vector};"
             )
+            lines += self._copy_in(axis, vector, loop_indent)
         for phase, (forward, body_lines, stores) in enumerate(passes):
             lines += self._pass(
                 plan, phase, numbers, forward, body_lines, stores, axis, vector, loop_indent
