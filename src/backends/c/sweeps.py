@@ -6,6 +6,7 @@ OpenMP threads, and the innermost other dimension is cut into blocks whose point
 vector loop inside each step, with the carry of each point in a per-thread array::
 
     for x_P, block of x_V (parallel):           # the other dimensions
+        copy each field read only along the axis into g[axis][v]   (columns, contiguous)
         for each pass (backends.loops.plan_sweeps), in its direction along the axis:
             carry[v] = init                       # for every v of the block
             for x_K (sequential):
