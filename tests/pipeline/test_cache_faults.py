@@ -175,10 +175,9 @@ def test_a_read_only_cache_serves_warm_entries_and_computes_the_rest(small_disk,
     assert len([w for w in report["warnings"] if "cannot store new entries" in w]) == 1
 
 
-def test_a_full_disk_compiles_uncached_and_damages_nothing(small_disk, tmp_path):
-    cache, log = small_disk / "c", tmp_path / "log"
-    run(cache, log, 1, size=100_000)
-    filler = small_disk / "filler"
+def _fill(disk: Path) -> Path:
+    """Write a file until ``disk`` is full; the file."""
+    filler = disk / "filler"
     try:
         with open(filler, "wb") as out:
             while True:
@@ -186,6 +185,13 @@ def test_a_full_disk_compiles_uncached_and_damages_nothing(small_disk, tmp_path)
                 out.flush()
     except OSError:
         pass  # the disk is full
+    return filler
+
+
+def test_a_full_disk_compiles_uncached_and_damages_nothing(small_disk, tmp_path):
+    cache, log = small_disk / "c", tmp_path / "log"
+    run(cache, log, 1, size=100_000)
+    filler = _fill(small_disk)
     report, _ = run(cache, log, 1, 2, size=100_000)
     assert report["results"] == [2, 4] and report["hits"] == 1
     assert any("cannot store new entries" in w for w in report["warnings"])
@@ -262,14 +268,7 @@ def _c_programs_in(tmp_path: Path, cache: Path, *names: str) -> dict:
 def test_a_full_disk_during_a_build_compiles_outside_the_cache(small_disk, tmp_path):
     cache = small_disk / "stencilforge"
     warm = _c_programs_in(tmp_path, cache, "smoothed")
-    filler = small_disk / "filler"
-    try:
-        with open(filler, "wb") as out:
-            while True:
-                out.write(b"\0" * 4096)
-                out.flush()
-    except OSError:
-        pass  # the disk is full
+    filler = _fill(small_disk)
     report = _c_programs_in(tmp_path, cache, "smoothed", "sharpened")
     assert report["results"]["smoothed"] == warm["results"]["smoothed"]
     assert report["results"] == pytest.approx(_c_programs_reference())
