@@ -131,9 +131,42 @@ def domain_problem(
 
 @attrs.frozen
 class ArgumentChecker:
-    """The checks for one program, derived from its IR."""
+    """The checks for one program, derived from its IR.
+
+    What depends only on the IR (which parameters are fields, which are written, which pairs
+    must not overlap) is worked out once; the domain checks, which depend only on the shapes
+    and the scalars that domain bounds and conditions name, are remembered per such key for
+    the calls they accepted. Everything about the arrays themselves is checked every call.
+    """
 
     ir: ProgramIR
+    _written: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
+    _domain_scalars: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
+    _overlaps: tuple[tuple[tuple[int, int], ...], ...] = attrs.field(
+        init=False, repr=False, eq=False
+    )
+    # (shapes, domain scalars) -> the stencils with a non-empty domain, for accepted calls.
+    _accepted_domains: dict[tuple[Any, ...], tuple[int, ...]] = attrs.field(
+        init=False, repr=False, eq=False, factory=dict
+    )
+
+    def __attrs_post_init__(self) -> None:
+        names = self.names
+        written = frozenset(t.name for s in self.ir.stencils for t in s.outputs)
+        scalars: set[str] = set()
+        for stencil in self.ir.stencils:
+            for target in stencil.outputs:
+                for pair in target.slices:
+                    scalars.update(b.param for b in pair if isinstance(b, Bound) and b.param)
+            for read in stencil.guarded:
+                scalars.update(read.region.params)
+        overlaps = tuple(
+            tuple((names.index(a), names.index(b)) for a, b in overlap_pairs(stencil))
+            for stencil in self.ir.stencils
+        )
+        object.__setattr__(self, "_written", written)
+        object.__setattr__(self, "_domain_scalars", tuple(sorted(map(names.index, scalars))))
+        object.__setattr__(self, "_overlaps", overlaps)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -163,7 +196,7 @@ class ArgumentChecker:
         program = self.ir.name
         if len(args) != len(self.ir.params):
             bind_arguments(program, self.names, args, {})  # raises, naming what is missing
-        written = {t.name for s in self.ir.stencils for t in s.outputs}
+        shapes: list[Any] = []
         for param, value in zip(self.ir.params, args, strict=True):
             if isinstance(param.type, FieldType):
                 self._check_field(program, param.name, param.type, value, device_type, namespace)
@@ -176,18 +209,33 @@ class ArgumentChecker:
                         "program>))"
                     )
                 if isinstance(value, np.ndarray):
-                    _check_numpy_layout(program, param.name, value, param.name in written)
+                    _check_numpy_layout(program, param.name, value, param.name in self._written)
+                shapes.append(tuple(value.shape))
             else:
                 _check_scalar(program, param.name, param.type.dtype, value)
+                shapes.append(None)
+        key = (*shapes, *(int(args[i]) for i in self._domain_scalars))
+        non_empty = self._accepted_domains.get(key)
+        if non_empty is None:
+            non_empty = self._checked_domains(args)
+            if len(self._accepted_domains) < 64:  # bounded for programs on ever new shapes
+                self._accepted_domains[key] = non_empty
+        for number in non_empty:
+            self._check_overlaps(self.ir.stencils[number], self._overlaps[number], args)
+
+    def _checked_domains(self, args: Sequence[Any]) -> tuple[int, ...]:
+        """Check every stencil's domain; return the stencils whose domain is non-empty."""
         shapes = {
             p.name: tuple(v.shape)
             for p, v in zip(self.ir.params, args, strict=True)
             if isinstance(p.type, FieldType)
         }
         values = dict(zip(self.names, args, strict=True))
-        for stencil in self.ir.stencils:
-            if self._check_domains(stencil, shapes, values):
-                self._check_overlaps(stencil, values)
+        return tuple(
+            number
+            for number, stencil in enumerate(self.ir.stencils)
+            if self._check_domains(stencil, shapes, values)
+        )
 
     def _check_field(
         self,
@@ -198,6 +246,14 @@ class ArgumentChecker:
         device_type: DeviceType,
         namespace: object,
     ) -> None:
+        if (
+            type(value) is np.ndarray
+            and value.ndim == len(expected.dims)
+            and value.dtype == expected.dtype
+            and device_type is DeviceType.CPU
+            and namespace in (None, np)
+        ):
+            return  # the common case, every check below passes: a NumPy array as declared
         refusal = _refused_array_type(value)
         if refusal is not None:
             raise ArgumentError(f"argument {name!r} of {program}() {refusal}")
@@ -246,15 +302,18 @@ class ArgumentChecker:
                     f"{getattr(namespace, '__name__', namespace)}; allocate it with the backend"
                 )
 
-    def _check_overlaps(self, stencil: Stencil, values: Mapping[str, Any]) -> None:
+    def _check_overlaps(
+        self, stencil: Stencil, pairs: tuple[tuple[int, int], ...], args: Sequence[Any]
+    ) -> None:
         """No output may share memory with another field its stencil reads or writes."""
-        for out, other in overlap_pairs(stencil):
-            a, b = values[out], values[other]
+        for out, other in pairs:
+            a, b = args[out], args[other]
             if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and _share(a, b):
+                names = self.names
                 raise ArgumentError(
-                    f"{self.ir.name}(): output {out!r} of {stencil.operator_name!r} shares "
-                    f"memory with {other!r}; a stencil cannot update an array it reads "
-                    "(results would depend on the order of evaluation), so pass a "
+                    f"{self.ir.name}(): output {names[out]!r} of {stencil.operator_name!r} "
+                    f"shares memory with {names[other]!r}; a stencil cannot update an array it "
+                    "reads (results would depend on the order of evaluation), so pass a "
                     "separate output array"
                 )
 

@@ -23,6 +23,7 @@ import pytest
 import allocators
 import backends
 from backends import EmbeddedBackend
+from backends.embedded import embedded_pipeline
 
 # The corpus module lives next to the tests; keep it importable whatever the import mode.
 _HERE = str(Path(__file__).parent)
@@ -39,6 +40,8 @@ if "numpy_source" not in backends.available_backends():
     backends.register(numpy_source)
 
 ARRAY_API_STRICT = "embedded_array_api_strict"
+# embedded_numpy runs a slicing plan where it can; this one always runs the definition.
+NUMPY_DEFINITION = "embedded_numpy_definition"
 
 # Optional backends and the markers that skip them where their package (or device) is absent.
 # These are resolved by name inside the fixture, so collecting the tests imports none of them.
@@ -63,6 +66,7 @@ def _marks_for_registered(name: str) -> tuple[pytest.MarkDecorator, ...]:
 def _backend_params() -> list[Any]:
     params = [
         pytest.param("embedded_numpy", id="embedded_numpy"),
+        pytest.param(NUMPY_DEFINITION, id=NUMPY_DEFINITION),
         pytest.param(ARRAY_API_STRICT, id=ARRAY_API_STRICT),
     ]
     params += [
@@ -87,6 +91,10 @@ def resolve_backend(name: str) -> Any:
             import array_api_strict  # noqa: PLC0415
 
             _resolved[name] = EmbeddedBackend(ARRAY_API_STRICT, array_api_strict)
+        elif name == NUMPY_DEFINITION:
+            _resolved[name] = EmbeddedBackend(
+                NUMPY_DEFINITION, np, pipeline=embedded_pipeline(np, planned=False)
+            )
         else:
             if name == "embedded_jax":
                 import jax  # noqa: PLC0415

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import numpy as np
 
 from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter, input_field
+from backends.embedded.plan import SlicePlan, plan_program
 from pipeline.arguments import guarded_reach, resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.parsing import parse_field_operator
@@ -88,19 +90,30 @@ class EmbeddedExecutable:
     Called, as every executable is, on arguments the dispatcher has checked. Returns ``None``
     for namespaces that update in place, and the tuple of written output arrays (in parameter
     order) for functional ones (JAX).
+
+    Attributes:
+        planned: on NumPy, run the program's slicing plan (``backends.embedded.plan``) where
+            its constructs allow, instead of the definition; ``plan`` is that plan, or None
+            where the definition runs (False, another namespace, or no plan).
     """
 
     definition: ProgramDefinition
     ir: ProgramIR = attrs.field(repr=False)
     namespace: Any = attrs.field(repr=namespace_name)
+    planned: bool = True
     function: Any = attrs.field(init=False, repr=False)
+    plan: SlicePlan | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # The definition runs against the globals captured on first use, as compiled code does.
         frozen = with_captured_globals(self.definition.function, dict(self.definition.captured))
         object.__setattr__(self, "function", frozen)
+        plan = plan_program(self.ir) if self.planned and self.namespace is np else None
+        object.__setattr__(self, "plan", plan)
 
     def __call__(self, *args: Any) -> Any:
+        if self.plan is not None:
+            return self.plan(*args)
         functional = _is_functional(self.namespace)
         regions = read_regions(self.ir, args)
         values: list[Any] = []

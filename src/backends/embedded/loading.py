@@ -17,9 +17,17 @@ __all__ = ["EmbeddedLoading", "embedded_pipeline"]
 
 @attrs.frozen
 class EmbeddedLoading:
-    """``CompilableProgram -> EmbeddedExecutable``: the definition itself, over ``namespace``."""
+    """``CompilableProgram -> EmbeddedExecutable``: the definition itself, over ``namespace``.
+
+    Attributes:
+        planned: on NumPy, programs of pointwise arithmetic and shifted reads run as a plan
+            of NumPy slicing written once from their IR (``backends.embedded.plan``); False
+            runs the definition on every call, so breakpoints and prints in your field
+            operators fire (``pipeline.evolve_step("loading", planned=False)``).
+    """
 
     namespace: ModuleType = attrs.field(repr=namespace_name)
+    planned: bool = True
 
     def __call__(self, program: CompilableProgram, /) -> EmbeddedExecutable:
         if program.definition is None:
@@ -27,16 +35,17 @@ class EmbeddedLoading:
                 f"{program.ir.name}: an embedded program loads in the process that has its "
                 "definition, and this one came from another process"
             )
-        return EmbeddedExecutable(program.definition, program.ir, self.namespace)
+        return EmbeddedExecutable(program.definition, program.ir, self.namespace, self.planned)
 
 
 def embedded_pipeline(
-    namespace: ModuleType,
+    namespace: ModuleType, *, planned: bool = True
 ) -> CompilePipeline[CompilableProgram, CompilableProgram, EmbeddedExecutable]:
-    """The shared frontend, identity translation and compilation, and ``EmbeddedLoading``."""
+    """The shared frontend, identity translation and compilation, and ``EmbeddedLoading``
+    (``planned``: see ``EmbeddedLoading.planned``)."""
     return CompilePipeline(
         frontend=shared_frontend,
         translation=identity,
         compilation=identity,
-        loading=EmbeddedLoading(namespace),
+        loading=EmbeddedLoading(namespace, planned),
     )

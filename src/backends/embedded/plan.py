@@ -1,0 +1,462 @@
+"""A program's stencils as straight NumPy slicing: the fast path of embedded NumPy runs.
+
+Running the definition builds an ``EmbeddedField`` per operation and intersects domains on
+every call. A program whose stencils use only pointwise arithmetic, builtins, casts and
+shifted reads has a fixed sequence of array operations instead: ``plan_program`` writes it
+as one Python function from the typed IR, once per program, and each call only slices::
+
+    SlicePlan(*args)
+      key = field shapes + the scalars named by domain= bounds
+      table = slices per read, made once per key       (_slice_table)
+      run(*args, table)                                 generated: v1 = inp[S[0]]; ...
+
+Each stencil's expressions are evaluated over its output domain; a local read at offsets is
+computed once over its extent around the domain (``Stencil.local_extents``) and sliced. Each
+operation converts its operands to the dtype the IR gives it, as the C translation does.
+Scans and ``concat_where`` have no plan (the definition runs): ``plan_program`` returns
+``None``, and says why in ``unplanned_reason``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from backends.embedded.fields import _gamma
+from pipeline.arguments import resolve_domain
+from pipeline.dsl.regions import Bound
+from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.ir.nodes import (
+    BinaryOp,
+    Call,
+    Cast,
+    Expr,
+    Literal,
+    ProgramIR,
+    Ref,
+    Stencil,
+    Type,
+    UnaryOp,
+)
+from pipeline.passes.traversal import children
+from pipeline.passes.typing_ import promote
+
+__all__ = ["SlicePlan", "plan_program"]
+
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_UNARY_FUNCTIONS = frozenset({
+    "sqrt", "exp", "log", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+    "tanh", "arcsinh", "arccosh", "arctanh", "cbrt", "floor", "ceil", "trunc", "abs",
+    "isfinite", "isinf", "isnan", "gamma",
+})
+_BINARY_FUNCTIONS = {"minimum": "np.minimum", "maximum": "np.maximum", "fmod": "np.fmod"}
+
+Box = tuple[tuple[int, int], ...]  # (lower, upper) offsets around the domain, per dimension
+
+
+class _Unplanned(Exception):
+    """A construct the plan does not cover (the definition runs instead)."""
+
+
+@attrs.frozen
+class _Read:
+    """One slice a call takes: of a parameter or a local, over ``box`` moved by ``offsets``.
+
+    ``origin`` is where the sliced array starts relative to the domain's start (0 for
+    parameters, which are indexed absolutely; a local's extent lower bound for locals);
+    ``axes`` maps each dimension of the domain to the array's axis (None: a new axis).
+    """
+
+    stencil: int
+    offsets: tuple[int, ...]
+    box: Box
+    origin: tuple[int, ...] | None
+    axes: tuple[bool, ...]
+
+
+@attrs.frozen
+class SlicePlan:
+    """The generated function of one program and the slices it takes.
+
+    Called with the checked arguments, in parameter order; writes the outputs in place.
+
+    Attributes:
+        source: the generated Python (what ``run`` is), for reading and debugging.
+    """
+
+    ir: ProgramIR = attrs.field(repr=False)
+    source: str = attrs.field(repr=False)
+    run: Callable[..., None] = attrs.field(repr=False)
+    reads: tuple[_Read, ...] = attrs.field(repr=False)
+    _tables: dict[tuple[Any, ...], tuple[Any, ...]] = attrs.field(
+        factory=dict, repr=False, eq=False
+    )
+
+    def __call__(self, *args: Any) -> None:
+        key = tuple(
+            (a.shape if isinstance(p.type, FieldType) else a) if _keyed(p, self.ir) else None
+            for p, a in zip(self.ir.params, args, strict=True)
+        )
+        table = self._tables.get(key)
+        if table is None:
+            table = _slice_table(self, args)
+            if len(self._tables) < 64:  # a program called on ever new shapes stays bounded
+                self._tables[key] = table
+        self.run(*args, table)
+
+
+def _keyed(param: Any, ir: ProgramIR) -> bool:
+    """Whether a parameter's shape (fields) or value (domain bounds) decides the slices."""
+    return isinstance(param.type, FieldType) or param.name in _bound_params(ir)
+
+
+def _bound_params(ir: ProgramIR) -> frozenset[str]:
+    names: set[str] = set()
+    for stencil in ir.stencils:
+        for target in stencil.outputs:
+            for pair in target.slices:
+                names.update(b.param for b in pair if isinstance(b, Bound) and b.param)
+    return frozenset(names)
+
+
+def _slice_table(plan: SlicePlan, args: Sequence[Any]) -> tuple[Any, ...]:
+    """Per stencil, its domain (start, stop per dimension) or None when empty; then per read
+    its index tuple."""
+    ir = plan.ir
+    values = {p.name: a for p, a in zip(ir.params, args, strict=True)}
+    domains: list[tuple[tuple[int, int], ...] | None] = []
+    for stencil in ir.stencils:
+        target = stencil.outputs[0]
+        domain = resolve_domain(target.slices, values[target.name].shape, values)
+        domains.append(None if any(b <= a for a, b in domain) else domain)
+    table: list[Any] = [d is not None for d in domains]
+    for read in plan.reads:
+        found = domains[read.stencil]
+        if found is None:
+            table.append(None)
+            continue
+        index: list[slice | None] = []
+        for (start, stop), offset, (lower, upper), present, origin in zip(
+            found, read.offsets, read.box, read.axes,
+            read.origin or (0,) * len(found), strict=True,
+        ):
+            if not present:
+                # A parameter lacking the dimension gets a new axis; a local has one of size 1.
+                index.append(None if read.origin is None else slice(None))
+                continue
+            base = (start if read.origin is None else 0) + lower + offset - origin
+            index.append(slice(base, base + (stop - start) + upper - lower))
+        table.append(tuple(index))
+    return tuple(table)
+
+
+def plan_program(ir: ProgramIR) -> SlicePlan | None:
+    """The slicing plan of ``ir``, or None when a construct needs the definition to run."""
+    return _plan(ir)[0]
+
+
+def unplanned_reason(ir: ProgramIR) -> str | None:
+    """Why ``ir`` has no plan (None: it has one)."""
+    return _plan(ir)[1]
+
+
+def _plan(ir: ProgramIR) -> tuple[SlicePlan | None, str | None]:
+    writer = _Writer(ir)
+    try:
+        for number, stencil in enumerate(ir.stencils):
+            writer.stencil(number, stencil)
+    except _Unplanned as reason:
+        return None, str(reason)
+    params = ", ".join(f"a_{p.name}" for p in ir.params)
+    body = _inline_single_uses(writer.lines)
+    source = "\n".join([f"def run({params}, T):", *body, "    return None", ""])
+    namespace: dict[str, Any] = {"np": np, "_gamma": _gamma, **writer.constants}
+    exec(compile(source, f"<slice plan of {ir.name}>", "exec"), namespace)
+    return SlicePlan(ir, source, namespace["run"], tuple(writer.reads)), None
+
+
+class _Writer:
+    """Writes the body of ``run``: one block per stencil, one line per operation."""
+
+    def __init__(self, ir: ProgramIR) -> None:
+        self.ir = ir
+        self.params = {p.name: p.type for p in ir.params}
+        self.lines: list[str] = []
+        self.reads: list[_Read] = []
+        self.constants: dict[str, Any] = {}
+        self._counter = 0
+        # Converted scalar parameters, by name: each is converted once per call.
+        self._scalars: dict[str, str] = {}
+
+    def _name(self, prefix: str = "v") -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def _slot(self, read: _Read) -> int:
+        self.reads.append(read)
+        # The table starts with one flag per stencil (its domain is non-empty).
+        return len(self.ir.stencils) + len(self.reads) - 1
+
+    def stencil(self, number: int, stencil: Stencil) -> None:
+        dims = _output_dims(self.ir, stencil)
+        self.lines.append(f"    if T[{number}]:  # {stencil.operator_name}")
+        code = _StencilCode(self, number, stencil, dims)
+        values = [code.value(result, code.zero) for result in stencil.results]
+        for target, value in zip(stencil.outputs, values, strict=True):
+            slot = self._slot(_Read(number, (0,) * len(dims), code.zero, None, (True,) * len(dims)))
+            code.emit(f"a_{target.name}[T[{slot}]] = {value}")
+        if code.empty:
+            code.emit("pass")
+
+    def scalar(self, name: str, dtype: np.dtype[Any]) -> str:
+        """The variable holding scalar parameter ``name`` as a NumPy scalar of ``dtype``."""
+        known = self._scalars.get(name)
+        if known is None:
+            known = f"s_{name}"
+            self._scalars[name] = known
+            self.constants[f"t_{name}"] = dtype.type
+            self.lines.insert(0, f"    {known} = t_{name}(a_{name})")
+        return known
+
+    def constant(self, value: Any) -> str:
+        name = f"c{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+
+def _output_dims(ir: ProgramIR, stencil: Stencil) -> tuple[str, ...]:
+    dims: tuple[str, ...] | None = None
+    for target in stencil.outputs:
+        target_type = ir.param(target.name).type
+        assert isinstance(target_type, FieldType)
+        if dims is not None and target_type.dim_names != dims:
+            raise _Unplanned(f"the outputs of {stencil.operator_name!r} differ in dimensions")
+        dims = target_type.dim_names
+    assert dims is not None
+    return dims
+
+
+class _StencilCode:
+    """The lines of one stencil: each expression over a box around the domain, memoized."""
+
+    def __init__(
+        self, writer: _Writer, number: int, stencil: Stencil, dims: tuple[str, ...]
+    ) -> None:
+        self.writer = writer
+        self.number = number
+        self.dims = dims
+        self.zero: Box = ((0, 0),) * len(dims)
+        self.definitions = {a.targets[0]: a.value for a in stencil.body}
+        self.extents = self._boxes(stencil)
+        self.locals: dict[str, str] = {}
+        self._memo: dict[tuple[Expr, Box], str] = {}
+        self.empty = True
+
+    def _boxes(self, stencil: Stencil) -> dict[str, Box]:
+        """Per local field, the smallest box around the domain covering every read of it.
+
+        Not ``Stencil.local_extents``: those always include the domain itself, and a local
+        read only at an offset would then be computed where its inputs need not exist.
+        Locals are defined before use, so walking them last to first finds every reader of
+        one before its own reads are followed.
+        """
+        needed: dict[str, list[Box]] = {}
+
+        def visit(expr: Expr, box: Box) -> None:
+            if isinstance(expr, Ref) and expr.name in self.definitions:
+                moved = dict(expr.offsets)
+                needed.setdefault(expr.name, []).append(tuple(
+                    (lo + moved.get(d, 0), hi + moved.get(d, 0))
+                    for (lo, hi), d in zip(box, self.dims, strict=True)
+                ))
+            for child in children(expr):
+                visit(child, box)
+
+        for result in stencil.results:
+            visit(result, self.zero)
+        boxes: dict[str, Box] = {}
+        for assign in reversed(stencil.body):
+            (name,) = assign.targets
+            if name in needed and isinstance(assign.value.type, FieldType):
+                reads = needed[name]
+                boxes[name] = tuple(
+                    (min(b[axis][0] for b in reads), max(b[axis][1] for b in reads))
+                    for axis in range(len(self.dims))
+                )
+                visit(assign.value, boxes[name])
+            elif name in needed:
+                visit(assign.value, self.zero)  # a scalar: the same at every point
+        return boxes
+
+    def emit(self, line: str) -> None:
+        self.writer.lines.append(f"        {line}")
+        self.empty = False
+
+    def let(self, text: str) -> str:
+        name = self.writer._name()
+        self.emit(f"{name} = {text}")
+        return name
+
+    def typed(self, expr: Expr, box: Box, dtype: np.dtype[Any]) -> str:
+        """``expr``'s value converted to ``dtype`` (where its own dtype differs)."""
+        value = self.value(expr, box)
+        if _dtype(expr.type) == dtype:
+            return value
+        return self.let(f"{value}.astype({self.writer.constant(dtype)})")
+
+    def value(self, expr: Expr, box: Box) -> str:
+        key = (expr, box)
+        known = self._memo.get(key)
+        if known is None:
+            known = self._value(expr, box)
+            self._memo[key] = known
+        return known
+
+    def _value(self, expr: Expr, box: Box) -> str:
+        dtype = _dtype(expr.type)
+        match expr:
+            case Literal(value=value):
+                return self.writer.constant(dtype.type(value))
+            case Ref(name=name, offsets=offsets) if name in self.definitions:
+                return self._local(name, dict(offsets), box)
+            case Ref(name=name, offsets=offsets):
+                return self._parameter(name, dict(offsets), box)
+            case UnaryOp(op="+", operand=operand):
+                return self.typed(operand, box, dtype)
+            case UnaryOp(op="~", operand=operand):
+                return self.let(f"~{self.typed(operand, box, np.dtype(np.bool_))}")
+            case UnaryOp(op="-", operand=operand):
+                return self.let(f"-{self.typed(operand, box, dtype)}")
+            case BinaryOp(op=op, left=left, right=right) if op in {"&", "|"}:
+                boolean = np.dtype(np.bool_)
+                x, y = self.typed(left, box, boolean), self.typed(right, box, boolean)
+                return self.let(f"{x} {op} {y}")
+            case BinaryOp(op=op, left=left, right=right) if op in _COMPARISONS:
+                assert left.type is not None and right.type is not None
+                common = promote(left.type, right.type, op, None)[0]
+                x, y = self.typed(left, box, common), self.typed(right, box, common)
+                return self.let(f"{x} {op} {y}")
+            case BinaryOp(op=op, left=left, right=right) if op in _ARITHMETIC:
+                x, y = self.typed(left, box, dtype), self.typed(right, box, dtype)
+                return self.let(f"{x} {op} {y}")
+            case Call(function="where", args=(cond, a, b)):
+                c = self.typed(cond, box, np.dtype(np.bool_))
+                x, y = self.typed(a, box, dtype), self.typed(b, box, dtype)
+                return self.let(f"np.where({c}, {x}, {y})")
+            case Call(function="power", args=(a, b)):
+                x, y = self.typed(a, box, dtype), self.typed(b, box, dtype)
+                return self.let(f"{x} ** {y}")
+            case Call(function=function, args=(a, b)) if function in _BINARY_FUNCTIONS:
+                x, y = self.typed(a, box, dtype), self.typed(b, box, dtype)
+                return self.let(f"{_BINARY_FUNCTIONS[function]}({x}, {y})")
+            case Call(function=function, args=(a,)) if function in _UNARY_FUNCTIONS:
+                return self._unary(function, a, box, dtype)
+            case Cast(value=value):
+                return self.typed(value, box, dtype)
+        raise _Unplanned(f"{type(expr).__name__} has no slicing plan")
+
+    def _unary(self, function: str, a: Expr, box: Box, dtype: np.dtype[Any]) -> str:
+        source = _dtype(a.type)
+        if function in {"isfinite", "isinf", "isnan"}:
+            return self.let(f"np.{function}({self.value(a, box)})")
+        if source.kind in "iu" and function in {"floor", "ceil", "trunc"}:
+            return self.value(a, box)
+        x = self.typed(a, box, dtype)
+        if function == "gamma":
+            return self.let(f"_gamma(np, {x})")
+        return self.let(f"np.{function}({x})")
+
+    def _parameter(self, name: str, offsets: Mapping[str, int], box: Box) -> str:
+        param_type = self.writer.params[name]
+        if isinstance(param_type, ScalarType):
+            return self.writer.scalar(name, param_type.dtype)
+        assert isinstance(param_type, FieldType)
+        axes = self._axes(name, param_type)
+        read = _Read(self.number, tuple(offsets.get(d, 0) for d in self.dims), box, None, axes)
+        return self.let(f"a_{name}[T[{self.writer._slot(read)}]]")
+
+    def _local(self, name: str, offsets: Mapping[str, int], box: Box) -> str:
+        definition = self.definitions[name]
+        if not isinstance(definition.type, FieldType):
+            return self.value(definition, self.zero)  # a scalar: the same at every point
+        if not _reads_a_field(definition, self.definitions, self.writer.params):
+            raise _Unplanned(f"the local {name!r} is a field that reads no field")
+        extent = self.extents[name]
+        array = self.locals.get(name)
+        if array is None:
+            array = self.value(definition, extent)
+            self.locals[name] = array
+        moved = tuple(offsets.get(d, 0) for d in self.dims)
+        if all(
+            (lo + o, hi + o) == e for (lo, hi), o, e in zip(box, moved, extent, strict=True)
+        ):
+            return array  # the whole computed extent
+        axes = self._axes(name, definition.type)
+        origin = tuple(lo for lo, _ in extent)
+        read = _Read(self.number, moved, box, origin, axes)
+        return self.let(f"{array}[T[{self.writer._slot(read)}]]")
+
+    def _axes(self, name: str, field_type: FieldType) -> tuple[bool, ...]:
+        own = field_type.dim_names
+        present = [d for d in self.dims if d in own]
+        if tuple(present) != own:
+            raise _Unplanned(
+                f"{name!r} has dimensions {own}, not a subsequence of the domain's {self.dims}"
+            )
+        return tuple(d in own for d in self.dims)
+
+
+_DEFINITION = re.compile(r"^(\s+)(v\d+) = (.*)$")
+_NAME = re.compile(r"\bv\d+\b")
+
+
+def _inline_single_uses(lines: list[str]) -> list[str]:
+    """Each value used once written into its user's expression instead of a variable.
+
+    An intermediate array bound to a name has a second reference, so NumPy cannot reuse its
+    buffer for the next operation (its temporary elision needs a reference count of one):
+    ``(a + b) + c`` allocates once, ``v1 = a + b; v2 = v1 + c`` twice, which on large grids
+    costs a page fault per page. Values do not move across a store (outputs may be read).
+    """
+    uses: dict[str, int] = {}
+    for line in lines:
+        for name in _NAME.findall(line.partition(" = ")[2] if _DEFINITION.match(line) else line):
+            uses[name] = uses.get(name, 0) + 1
+    pending: dict[str, str] = {}  # single-use definitions not yet written, by name
+    result: list[str] = []
+    for line in lines:
+        match = _DEFINITION.match(line)
+        text = match.group(3) if match else line
+        text = _NAME.sub(lambda m: f"({pending.pop(m.group())})" if m.group() in pending else
+                         m.group(), text)
+        if match and uses.get(match.group(2)) == 1:
+            pending[match.group(2)] = text
+            continue
+        if pending and not match:  # a store or a new stencil: nothing moves past it
+            for name, value in pending.items():
+                result.append(f"        {name} = {value}")
+            pending.clear()
+        result.append(f"{match.group(1)}{match.group(2)} = {text}" if match else text)
+    assert not pending, "every single-use value has its user"
+    return result
+
+
+def _dtype(type_: Type | None) -> np.dtype[Any]:
+    assert type_ is not None, "the plan is written from typed IR"
+    return type_.dtype
+
+
+def _reads_a_field(expr: Expr, definitions: Mapping[str, Expr], params: Mapping[str, Type]) -> bool:
+    match expr:
+        case Ref(name=name) if name in definitions:
+            return _reads_a_field(definitions[name], definitions, params)
+        case Ref(name=name):
+            return isinstance(params[name], FieldType)
+        case Literal():
+            return False
+    return any(_reads_a_field(child, definitions, params) for child in children(expr))
