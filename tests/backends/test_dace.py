@@ -505,17 +505,33 @@ _RUN_LAP = """
 
 
 def test_a_warm_process_loads_without_compiling(tmp_path):
-    cold = _python(_RUN_LAP.format(forbid_build=False), tmp_path)
+    cache, toolchain = tmp_path / "cache", tmp_path / "toolchain"
+    cold = _python(_RUN_LAP.format(forbid_build=False), cache,
+                   STENCILFORGE_TOOLCHAIN_DIR=str(toolchain))
     assert cold.returncode == 0, cold.stderr
     assert "compilation 0 1 0" in cold.stdout
-    # DaCe's build folder and its machine-wide build cache live in our cache directory.
-    (build,) = (tmp_path / "dace" / "builds").iterdir()
+    # DaCe's build folder lives in our cache directory, its machine-wide build cache in the
+    # toolchain directory, private like the cache.
+    (build,) = (cache / "dace" / "builds").iterdir()
     assert (build / "COMPLETE").is_file()
-    assert any((tmp_path / "dace" / "shared").iterdir())
-    assert not list((tmp_path / "dace" / "tmp").iterdir())
-    warm = _python(_RUN_LAP.format(forbid_build=True), tmp_path)
+    assert any(toolchain.iterdir())
+    assert toolchain.stat().st_mode & 0o077 == 0
+    assert not (cache / "dace" / "shared").exists()
+    assert not list((cache / "dace" / "tmp").iterdir())
+    warm = _python(_RUN_LAP.format(forbid_build=True), cache,
+                   STENCILFORGE_TOOLCHAIN_DIR=str(toolchain))
     assert warm.returncode == 0, warm.stderr
     assert "compilation 1 0 0" in warm.stdout
+
+
+def test_a_toolchain_directory_that_cannot_be_created_falls_back_to_the_cache(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    cache = tmp_path / "cache"
+    cold = _python(_RUN_LAP.format(forbid_build=False), cache,
+                   STENCILFORGE_TOOLCHAIN_DIR=str(blocked / "toolchain"))
+    assert cold.returncode == 0, cold.stderr
+    assert any((cache / "dace" / "shared").iterdir())
 
 
 def test_a_damaged_build_is_detected_and_rebuilt(tmp_path):
