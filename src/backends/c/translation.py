@@ -9,7 +9,7 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import bindings, codegen, expressions, runtime, scratch, sweeps, units
+from backends.c import addressing, bindings, codegen, expressions, runtime, scratch, sweeps, units
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
@@ -28,6 +28,7 @@ C_SOURCE = SourceFormat("c", DeviceType.CPU)
 # pipeline.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
     loops,
+    addressing,
     codegen,
     expressions,
     bindings,
