@@ -49,14 +49,14 @@ static inline {t} sf_divmod_{s}({t} a, {t} b, {t} *modulus) {{
     if (mod) {{
         if ((b < 0) != (mod < 0)) {{ mod += b; div -= 1; }}
     }} else {{
-        mod = copysign{f}(0, b);
+        mod = copysign{f}(({t})0, b);
     }}
     {t} floordiv;
     if (div) {{
         floordiv = floor{f}(div);
         if (div - floordiv > 0.5{lit}) floordiv += 1;
     }} else {{
-        floordiv = copysign{f}(0, a / b);
+        floordiv = copysign{f}(({t})0, a / b);
     }}
     *modulus = mod;
     return floordiv;
