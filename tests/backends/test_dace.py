@@ -275,6 +275,77 @@ def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
     assert cuda.count("dim3(32, 8, 1)") >= kernels
 
 
+def _dace_cuda_units(programs, directory):
+    """DaCe's generated CUDA unit of each program (by label), written to ``directory``."""
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+
+    files = []
+    for name, dsl_program in programs.items():
+        program = backends.dace_cpu.pipeline.frontend(dsl_program.definition)
+        source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
+        code = dace.SDFG.from_json(json.loads(source.text)).generate_code()
+        (cuda,) = [unit.clean_code for unit in code if unit.language == "cu"]
+        files.append(directory / f"{name}.cu")
+        files[-1].write_text(cuda)
+    return files
+
+
+def _nvcc_compiles(files, directory):
+    """Compile DaCe CUDA units to objects for sm_90 as DaCe's build would (its runtime
+    headers, its nvcc arguments), in two nvcc runs side by side."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.cuda.compilation import default_nvcc  # noqa: PLC0415
+
+    include = Path(dace.__file__).parent / "runtime" / "include"
+    extra = str(dace.Config.get("compiler", "cuda", "args")).split()
+    command = [default_nvcc(), "-std=c++17", "-arch=sm_90", "-c", f"-I{include}", *extra,
+               "-odir", str(directory)]
+
+    def run(part):
+        return subprocess.run([*command, *map(str, part)], capture_output=True, text=True)
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(run, [files[0::2], files[1::2]]))
+    for result in results:
+        assert result.returncode == 0, result.stderr[-4000:]
+    return [directory / f"{file.stem}.o" for file in files]
+
+
+@pytest.mark.requires_nvcc
+def test_dace_gpu_cuda_compiles_with_nvcc_for_sm_90(tmp_path):
+    """dace_gpu's CUDA, as far as it can be checked without a GPU: nvcc builds it."""
+    names = ["lap", "fused_tridiagonal_program", "vertical_boundaries_program"]
+    programs = {name: getattr(corpus, name) for name in names}
+    objects = _nvcc_compiles(_dace_cuda_units(programs, tmp_path), tmp_path)
+    for obj in objects:
+        assert b"__global__" not in obj.read_bytes()  # an object file, not a copied source
+        assert obj.stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.requires_nvcc
+def test_dace_gpu_cuda_of_more_of_the_corpus_compiles_with_nvcc(tmp_path):
+    programs = {c.name: c.program for c in corpus.CASES if c.name in DACE_GPU_COMPILED_CASES}
+    objects = _nvcc_compiles(_dace_cuda_units(programs, tmp_path), tmp_path)
+    assert len(objects) == len(programs)
+    assert all(obj.stat().st_size > 0 for obj in objects)
+
+
+#: The DaCe subset of the DSL tests (tests/dsl/conftest.py) and every scan and boundary case.
+DACE_GPU_COMPILED_CASES = {
+    "laplacian", "hdiff", "int32_floor_divide_negative_operands",
+    "int64_remainder_negative_operands", "where_nested", "tuple_return_mixed_dtypes_shifted",
+    "broadcast_shifted_ij_field", "two_calls_through_a_temporary", "shifted_locals_in_j_and_k",
+    "scalar_bool_parameter_inverted", "builtins_float32", "astype_float64_to_int32_truncates",
+    *(case.name for case in corpus.CASES if case.name.startswith(("scan_", "concat_where_"))),
+}
+
+
 # --------------------------------------------------------------------------- correctness
 
 

@@ -9,7 +9,17 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import bindings, codegen, expressions, runtime, scratch, sweeps, units, variants
+from backends.c import (
+    addressing,
+    bindings,
+    codegen,
+    expressions,
+    runtime,
+    scratch,
+    sweeps,
+    units,
+    variants,
+)
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
@@ -32,6 +42,7 @@ C_SOURCE = SourceFormat("c", DeviceType.CPU)
 # pipeline.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
     loops,
+    addressing,
     codegen,
     expressions,
     bindings,
