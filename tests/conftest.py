@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import shutil
 
 import pytest
 
@@ -33,12 +34,21 @@ def _has_gpu() -> bool:
         return False
 
 
+@functools.cache
+def _has_nvcc() -> bool:
+    from backends.cuda.compilation import default_nvcc  # noqa: PLC0415
+
+    return shutil.which(default_nvcc()) is not None
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker, package in OPTIONAL_PACKAGE_MARKERS.items():
         if item.get_closest_marker(marker) and not _has_package(package):
             pytest.skip(f"optional package {package!r} is not installed")
     if item.get_closest_marker("requires_gpu") and not _has_gpu():
         pytest.skip("no CUDA GPU (cupy with a visible device) is available")
+    if item.get_closest_marker("requires_nvcc") and not _has_nvcc():
+        pytest.skip("the CUDA compiler nvcc is not installed (set $NVCC or put it on the PATH)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

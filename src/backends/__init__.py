@@ -1,12 +1,12 @@
 """Named backends and the classes they are made of.
 
 ``embedded_numpy`` (the default backend) is always here. ``c_cpu`` (needs a C compiler),
-``dace_cpu``, ``dace_gpu``, ``embedded_cupy`` and ``embedded_jax`` are created on first
-attribute access and raise ``AttributeError`` naming what is missing (a compiler, an optional
-package). Backends of your own join with ``register(backend)``, or from an installed package
-through the entry-point group ``stencilforge.backends`` (``name = "module:attribute"``),
-loaded when first asked for; both then resolve as ``backends.<name>`` and appear in
-``available_backends()``.
+``cuda_gpu`` (CuPy, nvcc and a GPU), ``dace_cpu``, ``dace_gpu``, ``embedded_cupy`` and
+``embedded_jax`` are created on first attribute access and raise ``AttributeError`` naming
+what is missing (a compiler, an optional package, a device). Backends of your own join with
+``register(backend)``, or from an installed package through the entry-point group
+``stencilforge.backends`` (``name = "module:attribute"``), loaded when first asked for; both
+then resolve as ``backends.<name>`` and appear in ``available_backends()``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import importlib.metadata
 import shutil
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -96,6 +97,33 @@ def _dace_gpu() -> Backend:
     )
 
 
+def _cuda_gpu() -> Backend:
+    cupy: Any = _require("cupy", "cuda")
+    import allocators  # noqa: PLC0415
+    from backends.cache import cache_directory  # noqa: PLC0415
+    from backends.cuda import cuda_gpu_pipeline, default_nvcc  # noqa: PLC0415
+
+    nvcc = default_nvcc()
+    if shutil.which(nvcc) is None:
+        raise AttributeError(
+            f"cuda_gpu needs the CUDA compiler nvcc, and {nvcc!r} was not found; install the "
+            "CUDA toolkit (or `pip install nvidia-cuda-nvcc`) and put nvcc on the PATH, or set "
+            "$NVCC"
+        )
+    try:
+        capability = str(cupy.cuda.Device().compute_capability)
+    except Exception as error:  # CuPy's CUDA errors: no driver, no device
+        raise AttributeError(
+            f"cuda_gpu needs a CUDA GPU, and CuPy finds none ({type(error).__name__}: "
+            f"{error}); run on a machine with an NVIDIA GPU and its driver"
+        ) from error
+    return CompiledBackend(
+        "cuda_gpu",
+        allocators.CuPyBufferAllocator(),
+        cuda_gpu_pipeline(cache_directory(), arch=f"sm_{capability}"),
+    )
+
+
 def _require(module: str, extra: str) -> object:
     try:
         return importlib.import_module(module)
@@ -111,6 +139,7 @@ def _require(module: str, extra: str) -> object:
 # Backends created on first attribute access, because they import optional packages.
 _LAZY: dict[str, Callable[[], Backend]] = {
     "c_cpu": _c_cpu,
+    "cuda_gpu": _cuda_gpu,
     "embedded_cupy": _embedded_cupy,
     "embedded_jax": _embedded_jax,
     "dace_cpu": _dace_cpu,

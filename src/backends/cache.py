@@ -4,6 +4,12 @@
 (``platformdirs.user_cache_dir("stencilforge")``, e.g. ``~/.cache/stencilforge``). The
 directory is created mode 0700 and refused when group or others can write it, because its
 entries are code that will be loaded.
+
+``STENCILFORGE_TOOLCHAIN_DIR`` overrides where what is built from a toolchain alone lives
+(DaCe's precompiled runtime header, CMake configure results and recorded build commands,
+keyed by DaCe on compiler, flags and CPU): per user and machine, not per cache directory, so
+a new cache directory does not rebuild them (``platformdirs.user_cache_dir(
+"stencilforge-toolchain")`` by default; private like the cache).
 """
 
 from __future__ import annotations
@@ -23,15 +29,18 @@ from pipeline.shared_cache import RedisStore, SharedStepCache
 __all__ = [
     "CACHE_DIR_VARIABLE",
     "CACHE_URL_VARIABLE",
+    "TOOLCHAIN_DIR_VARIABLE",
     "build_directories",
     "cache_directory",
     "shared_store",
     "step_cache",
     "sweep_stale_builds",
+    "toolchain_directory",
 ]
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
 CACHE_URL_VARIABLE = "STENCILFORGE_CACHE_URL"
+TOOLCHAIN_DIR_VARIABLE = "STENCILFORGE_TOOLCHAIN_DIR"
 
 
 def cache_directory() -> Path:
@@ -43,6 +52,16 @@ def cache_directory() -> Path:
     configured = os.environ.get(CACHE_DIR_VARIABLE)
     path = Path(configured) if configured else Path(platformdirs.user_cache_dir("stencilforge"))
     return ensure_private_directory(path)
+
+
+def toolchain_directory() -> Path:
+    """The private directory of toolchain-only build products (not created here: the
+    compilation that uses it creates it, mode 0700, or falls back when it cannot).
+    """
+    configured = os.environ.get(TOOLCHAIN_DIR_VARIABLE)
+    if configured:
+        return Path(configured).expanduser().absolute()
+    return Path(platformdirs.user_cache_dir("stencilforge-toolchain"))
 
 
 STALE_BUILD_SECONDS = 3600.0

@@ -32,6 +32,7 @@ __all__ = [
     "overlap_pairs",
     "owner_bounds",
     "resolve_domain",
+    "strided_self_overlap",
 ]
 
 
@@ -286,7 +287,7 @@ class ArgumentChecker:
             raise ArgumentError(
                 f"argument {name!r} of {program}() is on {device.name}, but this backend runs "
                 f"on {device_type.name}; allocate it with allocators.zeros(..., allocator=<the "
-                "program>) or copy it to the backend's device"
+                f"program>) or {_how_to_move(device, device_type)}"
             )
         if namespace is not None:
             get_namespace = getattr(value, "__array_namespace__", None)
@@ -479,6 +480,16 @@ def _check_scalar(program: str, name: str, dtype: np.dtype[Any], value: object) 
         )
 
 
+def _how_to_move(device: DeviceType, device_type: DeviceType) -> str:
+    """How to copy an array from ``device`` to ``device_type``, in the user's terms."""
+    gpus = (DeviceType.CUDA, DeviceType.ROCM)
+    if device == DeviceType.CPU and device_type in gpus:
+        return "copy it to the GPU with cupy.asarray(x)"
+    if device in gpus and device_type == DeviceType.CPU:
+        return "copy it to the host with cupy.asnumpy(x)"
+    return "copy it to the backend's device"
+
+
 def _refused_array_type(value: object) -> str | None:
     """ndarray subclasses with their own operator semantics are refused on every backend."""
     if type(value) is np.ndarray or not isinstance(value, np.ndarray):
@@ -536,12 +547,15 @@ def owner_bounds(array: np.ndarray[Any, Any]) -> tuple[int, int] | None:
 
 
 def _self_overlaps(array: np.ndarray[Any, Any]) -> bool:
-    """Whether two indices of ``array`` may share an address (exact for strided layouts
-    whose strides, sorted, each exceed the span of the smaller ones; conservative else)."""
-    axes = sorted(
-        (abs(s), n) for s, n in zip(array.strides, array.shape, strict=True) if n > 1
-    )
-    span = array.itemsize
+    return strided_self_overlap(array.shape, array.strides, array.itemsize)
+
+
+def strided_self_overlap(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Whether two indices of an array of ``shape`` and byte ``strides`` may share an address
+    (exact for strided layouts whose strides, sorted, each exceed the span of the smaller
+    ones; conservative else). For arrays of any library (device arrays included)."""
+    axes = sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1)
+    span = itemsize
     for stride, size in axes:
         if stride < span:
             return True

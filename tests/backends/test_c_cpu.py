@@ -208,7 +208,7 @@ def test_evolved_variants_are_really_different_builds(variants):
     assert inline.pipeline.translation.step.temporaries is False
     assert inline.pipeline.translation.step.tile_sizes == (4, 16)
     assert "-O2" in o2.pipeline.compilation.step.flags
-    assert variants["backends"]["c_cpu"].pipeline.translation.step.temporaries is True
+    assert variants["backends"]["c_cpu"].pipeline.translation.step.temporaries is None
     compiles = variants["compiler"].lines("compile")
     assert len(compiles) == 6  # two programs, three configurations
     assert sum(" -O2 " in line for line in compiles) == 2

@@ -299,7 +299,12 @@ def test_a_new_process_with_a_warm_cache_compiles_nothing(cache, compiler):
     assert second["compilation"] == {"hits": 1, "misses": 0, "damaged": 0}
 
 
-def test_a_new_backend_object_over_a_warm_cache_hits_the_compilation_cache(cache, compiler):
+def test_a_new_backend_object_over_a_warm_cache_hits_the_compilation_cache(
+    cache, compiler, monkeypatch
+):
+    # The worker runs one thread; automatic translations are keyed by the machine, the
+    # cores the stencils may use included (ADR 0009).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert_correct(run_worker(cache, compiler))
     backend = in_process_backend(cache, compiler, "c_cpu_warm")
 

@@ -61,10 +61,20 @@ def chain_program(a: F, b: F, out: F):
 GRIDS = ((2 * HALO + 13, 2 * HALO + 7, 2 * HALO + 5), (2 * HALO + 1, 2 * HALO + 34, 2 * HALO + 3))
 
 
+def _with_temporaries() -> CompiledBackend:
+    """c_cpu with its temporaries (the sweep under test) whatever this machine would choose."""
+    pipeline = backends.c_cpu.pipeline.evolve_step(
+        "translation", temporaries=True, tile_sizes=(8, 32)
+    )
+    return CompiledBackend("c_cpu_temporaries", backends.c_cpu.allocator, pipeline)
+
+
 def _tiny_tiles() -> CompiledBackend:
     """c_cpu with 2x3 tiles and OpenMP at any size: many tiles, partial ones at every edge."""
     pipeline = backends.c_cpu.pipeline
-    step = attrs.evolve(pipeline.translation.step, tile_sizes=(2, 3), parallel_min_points=0)
+    step = attrs.evolve(
+        pipeline.translation.step, temporaries=True, tile_sizes=(2, 3), parallel_min_points=0
+    )
     return CompiledBackend(
         "c_cpu_tiny_tiles",
         allocators.NumPyBufferAllocator(),
@@ -136,7 +146,7 @@ def test_chains_of_shifted_temporaries_agree_exactly_with_embedded_numpy(
         a, b = (rng.integers(-20, 21, shape) for _ in range(2))
         expected = np.full(shape, -12345, np.int64)
         program.with_backend(backends.embedded_numpy)(a, b, expected)
-        for backend in (backends.c_cpu, tiny_tiles):
+        for backend in (_with_temporaries(), tiny_tiles):
             out = np.full(shape, -12345, np.int64)
             program.with_backend(backend)(a, b, out)
             np.testing.assert_array_equal(out, expected, err_msg=f"{backend.name}: {chain}")
@@ -156,7 +166,7 @@ def _inner_loops(source: str) -> list[str]:
 
 def test_hdiff_computes_every_temporary_and_the_output_in_one_inner_loop():
     inp = np.zeros((40, 37, 5))
-    source = stencils.hdiff_program.with_backend(backends.c_cpu).lower(
+    source = stencils.hdiff_program.with_backend(_with_temporaries()).lower(
         inp, 0.1, inp.copy()
     ).source
     fused = [
@@ -176,7 +186,8 @@ def test_hdiff_computes_every_temporary_and_the_output_in_one_inner_loop():
 
 def test_a_temporary_read_along_the_inner_dimension_gets_loops_of_its_own():
     inp = np.zeros((12, 12, 12))
-    source = stencils.vertical_chain_program.with_backend(backends.c_cpu).lower(inp, inp.copy()).source
+    program = stencils.vertical_chain_program.with_backend(_with_temporaries())
+    source = program.lower(inp, inp.copy()).source
     for body in _inner_loops(source.text):
         assert not (re.search(r"\bt_\w+\[[^\]]*\] = ", body) and "p_out[" in body)
 
@@ -185,7 +196,7 @@ def test_threads_calling_at_once_each_use_their_own_temporaries():
     """Calls run without the GIL; each thread's temporaries come from its own scratch block
     (grown when a bigger grid arrives), so concurrent calls on different grids must not
     disturb each other, on the single-thread path and the OpenMP one."""
-    program = stencils.hdiff_program.with_backend(backends.c_cpu)
+    program = stencils.hdiff_program.with_backend(_with_temporaries())
     assert calls_agree_across_threads(
         lambda inp, out: program(inp, 0.05, out),
         lambda inp, out: stencils.hdiff_reference(inp, 0.05, out),
@@ -202,7 +213,7 @@ def _prefetches(source: str) -> list[str]:
 
 def test_the_parallel_path_prefetches_the_rows_each_position_touches_first():
     inp = np.zeros((40, 37, 5))
-    source = stencils.hdiff_program.with_backend(backends.c_cpu).lower(
+    source = stencils.hdiff_program.with_backend(_with_temporaries()).lower(
         inp, 0.1, inp.copy()
     ).source
     rows = dict(_prefetches(source.text))
@@ -220,9 +231,9 @@ def test_the_parallel_path_prefetches_the_rows_each_position_touches_first():
 def test_strided_fields_and_a_zero_distance_are_not_prefetched():
     wide = np.zeros((40, 37, 10))
     strided = wide[:, :, ::2]
-    program = stencils.hdiff_program.with_backend(backends.c_cpu)
+    program = stencils.hdiff_program.with_backend(_with_temporaries())
     rows = dict(_prefetches(program.lower(strided, 0.1, np.zeros((40, 37, 5))).as_text()))
     assert set(rows) == {"p_out"}  # inp is not contiguous along K
-    pipeline = backends.c_cpu.pipeline
+    pipeline = _with_temporaries().pipeline
     step = attrs.evolve(pipeline.translation.step, prefetch_distance=0)
     assert "__builtin_prefetch" not in step(program.frontend()).text

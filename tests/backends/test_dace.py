@@ -89,31 +89,110 @@ def test_translation_is_an_sdfg_named_after_the_ir_fingerprint():
     assert {"f_inp", "f_out"} <= set(sdfg.arrays)
 
 
-def test_locals_read_at_shifts_become_transients_unless_temporaries_are_off():
-    import attrs  # noqa: PLC0415  (optional package, under its marker)
+def _hdiff_sdfg(**options):
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
     program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
-    with_temps = dace.SDFG.from_json(json.loads(SDFGTranslation()(program).text))
-    inline = dace.SDFG.from_json(json.loads(
-        attrs.evolve(SDFGTranslation(), temporaries=False)(program).text))
+    return dace.SDFG.from_json(json.loads(SDFGTranslation(**options)(program).text))
+
+
+def _whole_domain_transients(sdfg):
+    """The transients that span a symbolic domain in I and J (not rows of one column)."""
+    return {
+        name for name, data in sdfg.arrays.items()
+        if data.transient and len(data.shape) == 3 and data.shape[0] != 1
+    }
+
+
+def test_without_fusion_locals_read_at_shifts_become_transients_unless_temporaries_are_off():
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    unfused = SDFGRecipe(fusion=Fusion.NONE)
+    with_temps = _hdiff_sdfg(recipe=unfused)
+    inline = _hdiff_sdfg(recipe=unfused, temporaries=False)
+    # One set per variant of the stencil's maps (sequential, parallel).
     assert {n for n, d in with_temps.arrays.items() if d.transient} == {
-        "t0_lap_field", "t0_flx", "t0_fly"}
+        f"t0{variant}_{local}" for variant in ("seq", "par") for local in ("lap_field", "flx", "fly")
+    }
     assert not any(d.transient for d in inline.arrays.values())
 
 
-def test_cpu_transients_live_in_memory_the_loader_provides():
+def test_the_default_recipe_fuses_hdiff_into_one_map_per_variant_without_domain_transients():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
-    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+    sdfg = _hdiff_sdfg()
+    assert not _whole_domain_transients(sdfg)
+    for state in sdfg.states():
+        top = [n for n in state.nodes()
+               if isinstance(n, dace.nodes.MapEntry) and state.entry_node(n) is None]
+        if state.label.startswith("stencil0_") and state.label != "stencil0_done":
+            # OTFMapFusion replicated lap, flx and fly into the output's map: one map, whose
+            # tasklets are the output's and each replica (2 lap per flux, 4 fluxes).
+            assert len(top) == 1
+            tasklets = [n for n in state.scope_children()[top[0]]
+                        if isinstance(n, dace.nodes.Tasklet)]
+            assert len(tasklets) == 1 + 4 + 8
+    rows = [d for d in sdfg.arrays.values() if d.transient]
+    assert rows
+    for data in rows:
+        # A row along K of one (I, J) point, on the stack of the map's iteration.
+        assert tuple(str(s) for s in data.shape[:2]) == ("1", "1")
+        assert data.storage == dace.StorageType.Register(force=True)
+        assert data.storage.force
+        assert data.lifetime == dace.AllocationLifetime.Scope
+
+
+def test_the_recipe_is_named_in_the_lowered_metadata_and_changes_the_fingerprint():
+    import attrs  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe, SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+    from pipeline.fingerprint import fingerprint  # noqa: PLC0415  (optional package, under its marker)
 
     program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
+    default = SDFGTranslation()
+    unfused = attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.NONE))
+    assert default(program).metadata.recipe == "otf+stack"
+    assert unfused(program).metadata.recipe == "none"
+    assert fingerprint(default) != fingerprint(unfused)
+    assert default(program).entry_point != unfused(program).entry_point
+
+
+@pytest.mark.parametrize("recipe", ["none", "otf+heap", "otf+stack"])
+@pytest.mark.parametrize("shape", [(16, 16, 8), (70, 60, 16)], ids=["sequential", "parallel"])
+def test_every_recipe_matches_numpy_on_hdiff(recipe, shape):
+    from backends.dace import Fusion, RowStorage, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    fusion, _, storage = recipe.partition("+")
+    options = {"fusion": Fusion(fusion)}
+    if storage:
+        options["row_storage"] = RowStorage(storage)
+    backend = attrs_backend(recipe=SDFGRecipe(**options))
+    inp = np.random.default_rng(7).random(shape)
+    out, expected = np.zeros(shape), np.zeros(shape)
+    corpus.hdiff_program.with_backend(backend)(inp, 0.05, out)
+    corpus.hdiff_reference(inp, 0.05, expected)
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+
+
+def attrs_backend(**translation_options):
+    """dace_cpu with its translation evolved."""
+    import attrs  # noqa: PLC0415  (optional package, under its marker)
+
+    dace_cpu = backends.dace_cpu
+    return attrs.evolve(
+        dace_cpu, pipeline=dace_cpu.pipeline.evolve_step("translation", **translation_options)
+    )
+
+
+def test_unfused_cpu_transients_live_in_memory_the_loader_provides():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
     for device, external in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
-        sdfg = dace.SDFG.from_json(
-            json.loads(SDFGTranslation(device_type=device)(program).text)
-        )
+        sdfg = _hdiff_sdfg(device_type=device, recipe=SDFGRecipe(fusion=Fusion.NONE))
         transients = [d for d in sdfg.arrays.values() if d.transient]
         assert transients
         for data in transients:
@@ -194,6 +273,77 @@ def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
     kernels = cuda.count("__global__")
     assert kernels >= 1
     assert cuda.count("dim3(32, 8, 1)") >= kernels
+
+
+def _dace_cuda_units(programs, directory):
+    """DaCe's generated CUDA unit of each program (by label), written to ``directory``."""
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+
+    files = []
+    for name, dsl_program in programs.items():
+        program = backends.dace_cpu.pipeline.frontend(dsl_program.definition)
+        source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
+        code = dace.SDFG.from_json(json.loads(source.text)).generate_code()
+        (cuda,) = [unit.clean_code for unit in code if unit.language == "cu"]
+        files.append(directory / f"{name}.cu")
+        files[-1].write_text(cuda)
+    return files
+
+
+def _nvcc_compiles(files, directory):
+    """Compile DaCe CUDA units to objects for sm_90 as DaCe's build would (its runtime
+    headers, its nvcc arguments), in two nvcc runs side by side."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.cuda.compilation import default_nvcc  # noqa: PLC0415
+
+    include = Path(dace.__file__).parent / "runtime" / "include"
+    extra = str(dace.Config.get("compiler", "cuda", "args")).split()
+    command = [default_nvcc(), "-std=c++17", "-arch=sm_90", "-c", f"-I{include}", *extra,
+               "-odir", str(directory)]
+
+    def run(part):
+        return subprocess.run([*command, *map(str, part)], capture_output=True, text=True)
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(run, [files[0::2], files[1::2]]))
+    for result in results:
+        assert result.returncode == 0, result.stderr[-4000:]
+    return [directory / f"{file.stem}.o" for file in files]
+
+
+@pytest.mark.requires_nvcc
+def test_dace_gpu_cuda_compiles_with_nvcc_for_sm_90(tmp_path):
+    """dace_gpu's CUDA, as far as it can be checked without a GPU: nvcc builds it."""
+    names = ["lap", "fused_tridiagonal_program", "vertical_boundaries_program"]
+    programs = {name: getattr(corpus, name) for name in names}
+    objects = _nvcc_compiles(_dace_cuda_units(programs, tmp_path), tmp_path)
+    for obj in objects:
+        assert b"__global__" not in obj.read_bytes()  # an object file, not a copied source
+        assert obj.stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.requires_nvcc
+def test_dace_gpu_cuda_of_more_of_the_corpus_compiles_with_nvcc(tmp_path):
+    programs = {c.name: c.program for c in corpus.CASES if c.name in DACE_GPU_COMPILED_CASES}
+    objects = _nvcc_compiles(_dace_cuda_units(programs, tmp_path), tmp_path)
+    assert len(objects) == len(programs)
+    assert all(obj.stat().st_size > 0 for obj in objects)
+
+
+#: The DaCe subset of the DSL tests (tests/dsl/conftest.py) and every scan and boundary case.
+DACE_GPU_COMPILED_CASES = {
+    "laplacian", "hdiff", "int32_floor_divide_negative_operands",
+    "int64_remainder_negative_operands", "where_nested", "tuple_return_mixed_dtypes_shifted",
+    "broadcast_shifted_ij_field", "two_calls_through_a_temporary", "shifted_locals_in_j_and_k",
+    "scalar_bool_parameter_inverted", "builtins_float32", "astype_float64_to_int32_truncates",
+    *(case.name for case in corpus.CASES if case.name.startswith(("scan_", "concat_where_"))),
+}
 
 
 # --------------------------------------------------------------------------- correctness
@@ -426,17 +576,33 @@ _RUN_LAP = """
 
 
 def test_a_warm_process_loads_without_compiling(tmp_path):
-    cold = _python(_RUN_LAP.format(forbid_build=False), tmp_path)
+    cache, toolchain = tmp_path / "cache", tmp_path / "toolchain"
+    cold = _python(_RUN_LAP.format(forbid_build=False), cache,
+                   STENCILFORGE_TOOLCHAIN_DIR=str(toolchain))
     assert cold.returncode == 0, cold.stderr
     assert "compilation 0 1 0" in cold.stdout
-    # DaCe's build folder and its machine-wide build cache live in our cache directory.
-    (build,) = (tmp_path / "dace" / "builds").iterdir()
+    # DaCe's build folder lives in our cache directory, its machine-wide build cache in the
+    # toolchain directory, private like the cache.
+    (build,) = (cache / "dace" / "builds").iterdir()
     assert (build / "COMPLETE").is_file()
-    assert any((tmp_path / "dace" / "shared").iterdir())
-    assert not list((tmp_path / "dace" / "tmp").iterdir())
-    warm = _python(_RUN_LAP.format(forbid_build=True), tmp_path)
+    assert any(toolchain.iterdir())
+    assert toolchain.stat().st_mode & 0o077 == 0
+    assert not (cache / "dace" / "shared").exists()
+    assert not list((cache / "dace" / "tmp").iterdir())
+    warm = _python(_RUN_LAP.format(forbid_build=True), cache,
+                   STENCILFORGE_TOOLCHAIN_DIR=str(toolchain))
     assert warm.returncode == 0, warm.stderr
     assert "compilation 1 0 0" in warm.stdout
+
+
+def test_a_toolchain_directory_that_cannot_be_created_falls_back_to_the_cache(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    cache = tmp_path / "cache"
+    cold = _python(_RUN_LAP.format(forbid_build=False), cache,
+                   STENCILFORGE_TOOLCHAIN_DIR=str(blocked / "toolchain"))
+    assert cold.returncode == 0, cold.stderr
+    assert any((cache / "dace" / "shared").iterdir())
 
 
 def test_a_damaged_build_is_detected_and_rebuilt(tmp_path):

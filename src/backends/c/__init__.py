@@ -10,6 +10,8 @@ from pathlib import Path
 from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
 from backends.c.loading import CompiledProgram, DamagedArtifactError, load_extension
 from backends.c.translation import C_SOURCE, CTranslation
+from backends.c.tuning import MeasurementWarning, Tuning
+from backends.c.variants import Choice, Variant
 from backends.cache import step_cache
 from pipeline.caching import CachedStep, ensure_private_directory
 from pipeline.frontend.step import shared_frontend
@@ -20,9 +22,13 @@ __all__ = [
     "C_SOURCE",
     "CCompilation",
     "CTranslation",
+    "Choice",
     "CompilationError",
     "CompiledProgram",
     "DamagedArtifactError",
+    "MeasurementWarning",
+    "Tuning",
+    "Variant",
     "c_cpu_pipeline",
     "load_extension",
 ]
@@ -41,14 +47,19 @@ def c_cpu_pipeline(
 
     Args:
         cache_directory: a private directory (see ``backends.cache``).
-        translation: the translation step (default ``CTranslation()``).
+        translation: the translation step (default ``CTranslation()`` with a ``Tuning`` that
+            measures its automatic options with ``compilation`` and keeps the choice records
+            under ``cache_directory / "choices"``).
         compilation: the compilation step (default ``CCompilation`` building into the cache).
         cache_url: a shared cache behind the local one (``redis://host:port/db``); default
             ``STENCILFORGE_CACHE_URL``; ``""`` for none.
     """
     cache_directory = ensure_private_directory(cache_directory)
-    translation = translation or CTranslation()
     compilation = compilation or CCompilation(str(cache_directory / "c"))
+    if translation is None:
+        # Choice records are this machine's (their key names it): never shared over the URL.
+        records = step_cache(cache_directory / "choices", cache_directory, "")
+        translation = CTranslation(tuning=Tuning(compilation, records))
     translations = step_cache(cache_directory / "translations", cache_directory, cache_url)
     artifacts = step_cache(cache_directory / "artifacts", cache_directory, cache_url)
     return CompilePipeline(

@@ -144,7 +144,9 @@ static inline int sf_overlap(const char* a0, const char* a1, const char* b0, con
 """
 
 
-def _struct(program: ProgramIR) -> list[str]:
+def argument_struct(program: ProgramIR) -> list[str]:
+    """The C declaration of ``sf_args``: each parameter's pointer, shape and strides, or
+    scalar value (every unit that calls or defines a stencil function needs it)."""
     lines = ["typedef struct {"]
     for param in program.params:
         if isinstance(param.type, ScalarType):
@@ -378,7 +380,7 @@ def generate_module(
     """The complete C source of the extension module ``module_name``: two translation units,
     ``stencils`` (``runtime`` and the stencil functions, no Python headers) and ``bindings``
     (the module and its ``run``), built concurrently."""
-    kernels = [runtime, *_struct(program), *(code.text for _, code in stencils)]
+    kernels = [runtime, *argument_struct(program), *(code.text for _, code in stencils)]
     return join_units(
         {
             "stencils": "\n".join(kernels),
@@ -401,7 +403,7 @@ def _bindings(
         "#include <numpy/arrayobject.h>",
         "#include <stdint.h>",
         BOOL_TYPEDEF,
-        *_struct(program),
+        *argument_struct(program),
         *(f"{code.signature};" for _, code in stencils),
         _HELPERS,
     ]

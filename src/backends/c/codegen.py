@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import attrs
 
+from backends.c.addressing import element_offset
 from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
@@ -148,17 +149,10 @@ class _StencilGenerator:
         param = self.program.param(name)
         if isinstance(param.type, ScalarType):
             return f"sc_{name}"
-        dims = param.type.dim_names
-        terms = []
-        for axis, dim in enumerate(dims):
-            position = f"(x_{dim} + {shift[dim]})" if shift.get(dim) else f"x_{dim}"
-            last = axis == len(dims) - 1
-            terms.append(
-                position
-                if last and self.unit_stride.get(name, False)
-                else f"{position} * s_{name}_{axis}"
-            )
-        return body.let(C_TYPES[param.type.dtype], f"p_{name}[{' + '.join(terms) or '0'}]")
+        offset = element_offset(
+            name, param.type.dim_names, shift, self.unit_stride.get(name, False)
+        )
+        return body.let(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
 
     def _temp_index(self, temp: _Temporary, shift: Mapping[str, int]) -> str:
         index = ""
@@ -573,15 +567,10 @@ class _StencilGenerator:
             param = self.program.param(target.name)
             assert isinstance(param.type, FieldType) and result.type is not None
             value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
-            terms = []
-            for axis, dim in enumerate(param.type.dim_names):
-                last = axis == len(param.type.dims) - 1
-                terms.append(
-                    f"x_{dim}"
-                    if last and self.unit_stride.get(target.name, False)
-                    else f"x_{dim} * s_{target.name}_{axis}"
-                )
-            stores.append(f"p_{target.name}[{' + '.join(terms) or '0'}] = {value};")
+            offset = element_offset(
+                target.name, param.type.dim_names, {}, self.unit_stride.get(target.name, False)
+            )
+            stores.append(f"p_{target.name}[{offset}] = {value};")
         return stores
 
     def _unpack(self) -> list[str]:

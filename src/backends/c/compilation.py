@@ -228,16 +228,37 @@ class CCompilation:
     def _build(self, source: ProgramSource, workdir: Path) -> Path:
         """Compile ``source``'s units in ``workdir`` and link them; the shared object."""
         built = workdir / f"{source.entry_point}.so"
-        includes = [f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}"]
+        includes = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
+        return self.build_units(source.entry_point, source.text, workdir, built, includes)
+
+    def build_units(
+        self,
+        program: str,
+        text: str,
+        workdir: Path,
+        output: Path,
+        includes: tuple[str, ...] = (),
+        *,
+        shared: bool = True,
+    ) -> Path:
+        """Compile the translation units of ``text`` in ``workdir`` with this compilation's
+        flags and link them into ``output``: a shared object, or with ``shared=False`` an
+        executable. Returns ``output``.
+
+        Raises:
+            CompilationError: the compiler failed (naming ``program`` and where the sources
+                were kept).
+        """
         files = []
-        for name, text in split_units(source.text, source.entry_point):
+        for name, unit in split_units(text, output.stem):
             files.append(workdir / f"{name}.c")
-            files[-1].write_text(text)
-        program = source.entry_point
+            files[-1].write_text(unit)
         flags = self.command_flags
+        link = flags if shared else tuple(flag for flag in flags if flag != "-shared")
+        # An extension finds libm in the Python process; an executable links it.
+        libraries = () if shared else ("-lm",)
         if len(files) == 1:
-            command = [self.compiler, *flags, *includes, str(files[0]), "-o", str(built)]
-            _run_all(program, [command])
+            _run_all(program, [[self.compiler, *link, *includes, str(files[0]), "-o", str(output), *libraries]])
         else:
             # Units compile concurrently (the machine's other cores are otherwise idle), then
             # one link.
@@ -249,8 +270,8 @@ class CCompilation:
                     for file, obj in zip(files, objects, strict=True)
                 ],
             )
-            _run_all(program, [[self.compiler, *flags, *objects, "-o", str(built)]])
-        return built
+            _run_all(program, [[self.compiler, *link, *objects, "-o", str(output), *libraries]])
+        return output
 
 
 def _run_all(program: str, commands: list[list[str]]) -> None:

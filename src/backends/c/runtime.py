@@ -7,7 +7,7 @@ results, so compiled and embedded backends agree bit for bit on integer code.
 
 from __future__ import annotations
 
-__all__ = ["BOOL_TYPEDEF", "RUNTIME_C"]
+__all__ = ["BOOL_TYPEDEF", "RUNTIME_C", "runtime_functions"]
 
 #: The C type of DSL booleans (NumPy's one-byte bool); every unit that names it needs this.
 BOOL_TYPEDEF = "typedef unsigned char sf_bool;"
@@ -49,14 +49,14 @@ static inline {t} sf_divmod_{s}({t} a, {t} b, {t} *modulus) {{
     if (mod) {{
         if ((b < 0) != (mod < 0)) {{ mod += b; div -= 1; }}
     }} else {{
-        mod = copysign{f}(0, b);
+        mod = copysign{f}(({t})0, b);
     }}
     {t} floordiv;
     if (div) {{
         floordiv = floor{f}(div);
         if (div - floordiv > 0.5{lit}) floordiv += 1;
     }} else {{
-        floordiv = copysign{f}(0, a / b);
+        floordiv = copysign{f}(({t})0, a / b);
     }}
     *modulus = mod;
     return floordiv;
@@ -76,6 +76,20 @@ static inline {t} sf_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; 
 static inline {t} sf_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}
 """
 
+def runtime_functions(qualifiers: str = "static inline") -> str:
+    """The helper functions alone (no ``#include``), each declared with ``qualifiers``
+    (CUDA code passes ``"static inline __device__"``)."""
+    text = "\n".join(
+        [
+            _INTEGER_TEMPLATE.format(t="int32_t", u="uint32_t", s="i32"),
+            _INTEGER_TEMPLATE.format(t="int64_t", u="uint64_t", s="i64"),
+            _FLOAT_TEMPLATE.format(t="float", s="f32", f="f", lit="f"),
+            _FLOAT_TEMPLATE.format(t="double", s="f64", f="", lit=""),
+        ]
+    )
+    return text.replace("static inline", qualifiers)
+
+
 RUNTIME_C = "\n".join(
     [
         "#include <math.h>",
@@ -83,9 +97,6 @@ RUNTIME_C = "\n".join(
         "#include <stdlib.h>",
         "#include <string.h>",
         BOOL_TYPEDEF,
-        _INTEGER_TEMPLATE.format(t="int32_t", u="uint32_t", s="i32"),
-        _INTEGER_TEMPLATE.format(t="int64_t", u="uint64_t", s="i64"),
-        _FLOAT_TEMPLATE.format(t="float", s="f32", f="f", lit="f"),
-        _FLOAT_TEMPLATE.format(t="double", s="f64", f="", lit=""),
+        runtime_functions(),
     ]
 )

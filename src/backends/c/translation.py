@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import bindings, codegen, expressions, runtime, scratch, sweeps, units
+from backends.c import (
+    addressing,
+    bindings,
+    codegen,
+    expressions,
+    runtime,
+    scratch,
+    sweeps,
+    units,
+    variants,
+)
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
 from backends.c.scratch import SCRATCH_C
 from backends.c.sweeps import generate_sweep, l1_data_cache_bytes
+from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
 from pipeline import arguments
 from pipeline.dsl.types import FieldType
@@ -22,12 +33,16 @@ from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.ir.nodes import ProgramIR, Stencil
 from pipeline.stages import CompilableProgram, CompileTimeArgs, ProgramSource, SourceFormat
 
+if TYPE_CHECKING:
+    from backends.c.tuning import Tuning
+
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 
 C_SOURCE = SourceFormat("c", DeviceType.CPU)
 # pipeline.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
     loops,
+    addressing,
     codegen,
     expressions,
     bindings,
@@ -35,6 +50,7 @@ _GENERATOR_VERSION = source_digest(
     scratch,
     sweeps,
     units,
+    variants,
     arguments,
     sys.modules[__name__],
 )
@@ -59,13 +75,16 @@ def unit_stride_flags(program: ProgramIR, compile_time_args: CompileTimeArgs) ->
 
 
 def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
     if not (
         isinstance(value, tuple)
         and value
         and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
     ):
         raise ValueError(
-            f"{attribute.name} must be a non-empty tuple of positive ints, got {value!r}"
+            f"{attribute.name} must be None (chosen per machine) or a non-empty tuple of "
+            f"positive ints, got {value!r}"
         )
 
 
@@ -75,8 +94,10 @@ class CTranslation:
 
     Attributes:
         temporaries: compute locals read at shifted positions once per tile into buffers
-            (True) or recompute them at every use (False).
-        tile_sizes: tile extents of the outer dimensions (the last two outer dimensions).
+            (True) or recompute them at every use (False); None: chosen per stencil and
+            machine (see ``tuning``).
+        tile_sizes: tile extents of the outer dimensions (the last two outer dimensions);
+            None: chosen per stencil and machine.
         parallel_min_points: domains smaller than this run on one thread (OpenMP's fork costs
             more than a small stencil).
         prefetch_distance: on the parallel path, each sweep position prefetches the rows it
@@ -85,38 +106,83 @@ class CTranslation:
             dimension each step computes together; None: chosen per stencil from the rows
             it reads and this machine's L1 data cache (``backends.c.sweeps.choose_block``;
             the generated C says which).
+        tuning: decides what ``temporaries``/``tile_sizes`` leave open (None) for stencils
+            with temporaries, by measuring the candidates once per machine
+            (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes
+            ``backends.c.variants.DEFAULT_VARIANT``'s value. Explicit options always win.
+            The generated C names each stencil's variant and how it was chosen.
     """
 
-    temporaries: bool = True
-    tile_sizes: tuple[int, ...] = attrs.field(default=(8, 32), validator=_positive_sizes)
+    temporaries: bool | None = None
+    tile_sizes: tuple[int, ...] | None = attrs.field(default=None, validator=_positive_sizes)
     parallel_min_points: int = attrs.field(default=32768, validator=attrs.validators.ge(0))
     prefetch_distance: int = attrs.field(default=4, validator=attrs.validators.ge(0))
     sweep_block: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
+    tuning: Tuning | None = attrs.field(default=None, repr=False)
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
+    @property
+    def automatic(self) -> bool:
+        """Whether an option is left to the machine (``temporaries`` or ``tile_sizes`` None)."""
+        return self.temporaries is None or self.tile_sizes is None
+
     def __fingerprint__(self) -> object:
-        # The automatic sweep block depends on the machine's L1 data cache.
+        # The automatic sweep block depends on the machine's L1 data cache; automatic
+        # variants on what was measured on this machine (the tuning's key names it).
         machine = l1_data_cache_bytes() if self.sweep_block is None else None
-        return (attrs.astuple(self), machine, _GENERATOR_VERSION)
+        tuning = self.tuning if self.automatic else None
+        return (self._options(), machine, tuning, _GENERATOR_VERSION)
+
+    def _options(self) -> tuple[object, ...]:
+        return (
+            self.temporaries,
+            self.tile_sizes,
+            self.parallel_min_points,
+            self.prefetch_distance,
+            self.sweep_block,
+        )
 
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         ir: ProgramIR = program.ir
         unit = unit_stride_flags(ir, program.compile_time_args)
-        stencils = [
-            (stencil, self._generate(ir, stencil, index, unit))
-            for index, stencil in enumerate(ir.stencils)
-        ]
-        module_name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
+        stencils = []
+        choices = []
+        for index, stencil in enumerate(ir.stencils):
+            code, choice = self._generate(ir, stencil, index, unit)
+            stencils.append((stencil, code))
+            choices.append(choice)
+        # What the code depends on: the options as given and the choices made (a measured
+        # choice names its figures), not where the choice records live.
+        key = fingerprint((ir, sorted(unit.items()), self._options(), choices))[:16]
+        module_name = f"sf_{ir.name}_{key}"
         text = generate_module(ir, module_name, stencils, unit, f"{RUNTIME_C}\n{SCRATCH_C}")
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)
 
+    def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:
+        """The variant of a tiled ``stencil`` (not one that runs scans): what the options
+        fix, else the tuning's measured choice, else the default."""
+        found = choose_unmeasured(ir, stencil, self.temporaries, self.tile_sizes)
+        if isinstance(found, Choice):
+            return found
+        if self.tuning is None:
+            return Choice(found[0], "default", "not measured: the translation has no tuning")
+        return self.tuning.choose(
+            ir,
+            stencil,
+            unit_stride=unit,
+            temporaries=self.temporaries,
+            tile_sizes=self.tile_sizes,
+            parallel_min_points=self.parallel_min_points,
+            prefetch_distance=self.prefetch_distance,
+        )
+
     def _generate(
         self, ir: ProgramIR, stencil: Stencil, index: int, unit: dict[str, bool]
-    ) -> StencilCode:
+    ) -> tuple[StencilCode, Choice | None]:
         if plan_sweeps(stencil) is not None:
-            return generate_sweep(
+            code = generate_sweep(
                 ir,
                 stencil,
                 index,
@@ -125,13 +191,17 @@ class CTranslation:
                 block=self.sweep_block,
                 l1_bytes=l1_data_cache_bytes(),
             )
-        return generate_stencil(
+            return code, None
+        choice = self.choose(ir, stencil, unit)
+        code = generate_stencil(
             ir,
             stencil,
             index,
             unit_stride=unit,
-            temporaries=self.temporaries,
-            tile_sizes=self.tile_sizes,
+            temporaries=choice.variant.temporaries,
+            tile_sizes=choice.variant.tile_sizes,
             parallel_min_points=self.parallel_min_points,
             prefetch_distance=self.prefetch_distance,
         )
+        note = f"/* {code.name} ({stencil.operator_name}): {choice.describe()} */"
+        return attrs.evolve(code, text=f"{note}\n{code.text}"), choice

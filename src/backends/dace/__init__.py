@@ -14,13 +14,14 @@ from typing import Any
 import attrs
 
 from allocators import DeviceType
-from backends.cache import step_cache
+from backends.cache import step_cache, toolchain_directory
 from backends.dace.compilation import (
     SDFGCompilation,
     SDFGCompilationError,
     sdfg_artifact_is_intact,
 )
 from backends.dace.loading import SDFGProgram, load_sdfg, load_sdfg_gpu
+from backends.dace.recipe import Fusion, RowStorage, SDFGRecipe
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, SDFGTranslation
 from pipeline.caching import CachedStep
 from pipeline.errors import DamagedArtifactError
@@ -30,9 +31,12 @@ __all__ = [
     "SDFG_CPU",
     "SDFG_CUDA",
     "DamagedArtifactError",
+    "Fusion",
+    "RowStorage",
     "SDFGCompilation",
     "SDFGCompilationError",
     "SDFGProgram",
+    "SDFGRecipe",
     "SDFGTranslation",
     "dace_cpu_pipeline",
     "dace_gpu_pipeline",
@@ -69,13 +73,17 @@ def dace_cpu_pipeline(
     """``base`` (``c_cpu``'s pipeline) with SDFG translation, compilation and loading.
 
     Translation and compilation are cached on disk under ``cache_directory`` (DaCe's build
-    folders under ``cache_directory / "dace"``); the frontend step object is ``base``'s.
+    folders under ``cache_directory / "dace"``, its machine-wide build cache in
+    ``backends.cache.toolchain_directory()``); the frontend step object is ``base``'s.
     """
     return _sdfg_pipeline(
         base,
         cache_directory,
         translation or SDFGTranslation(),
-        compilation or SDFGCompilation(str(cache_directory / "dace")),
+        compilation
+        or SDFGCompilation(
+            str(cache_directory / "dace"), toolchain_directory=str(toolchain_directory())
+        ),
         load_sdfg,
     )
 
@@ -92,6 +100,11 @@ def dace_gpu_pipeline(
         base,
         cache_directory,
         translation or SDFGTranslation(device_type=DeviceType.CUDA),
-        compilation or SDFGCompilation(str(cache_directory / "dace"), device_type=DeviceType.CUDA),
+        compilation
+        or SDFGCompilation(
+            str(cache_directory / "dace"),
+            device_type=DeviceType.CUDA,
+            toolchain_directory=str(toolchain_directory()),
+        ),
         load_sdfg_gpu,
     )

@@ -7,9 +7,14 @@ that determines it, after a completion marker with the content hash was written 
 build killed at any moment leaves at most a stale temporary folder (swept later), never a
 published folder that loads wrong.
 
-DaCe's own caches are pointed inside our cache directory too: the build folder, and the
-machine-wide build cache (precompiled header, CMake configure results, recorded build
-commands), which DaCe 2.0 otherwise keeps under ``/dev/shm``.
+DaCe's build folder is inside our cache directory. DaCe's machine-wide build cache
+(precompiled runtime header, CMake configure results, recorded build commands: built from
+the toolchain alone, keyed by DaCe on compiler, flags and CPU) lives in the
+``toolchain_directory``, private to the user, shared by every cache directory: a cold build
+of a program in a new cache directory replays the recorded commands with the precompiled
+header instead of configuring CMake and compiling the DaCe runtime headers again. Where the
+toolchain directory cannot be created (a read-only home), it falls back to ``shared/`` in the
+build directory. DaCe 2.0 would otherwise keep it under ``/dev/shm``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import logging
 import os
 import shutil
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,8 +33,9 @@ import attrs
 from allocators import DeviceType
 from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, content_hash
 from backends.c.compilation import compiler_identity
-from backends.dace.translation import SDFG_CPU, SDFG_CUDA, _dace_version
+from backends.dace.translation import DACE_CONFIG_LOCK, SDFG_CPU, SDFG_CUDA, _dace_version
 from pipeline.caching import ensure_private_directory, package_version
+from pipeline.errors import UnsafeCacheDirectoryError
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -46,7 +51,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _BUILD_CACHE_VARIABLE = "DACE_BUILD_CACHE_DIR"
 # DaCe's configuration and the build-cache variable are process-wide: builds take turns.
-_config_lock = threading.RLock()
+_config_lock = DACE_CONFIG_LOCK
 
 
 class SDFGCompilationError(RuntimeError):
@@ -74,9 +79,12 @@ class SDFGCompilation:
         cpu_args: C++ compiler flags on top of the build type (DaCe's CMake build adds what a
             loadable library needs, whatever these say).
         extra_cpu_args: added after ``cpu_args``, to tune the defaults rather than replace them.
+        toolchain_directory: where DaCe's machine-wide build cache lives (None: ``shared/``
+            in ``build_directory``); advisory, so not part of the fingerprint.
     """
 
     build_directory: str
+    toolchain_directory: str | None = None
     device_type: DeviceType = DeviceType.CPU
     build_type: str = "Release"
     cpu_args: str = attrs.field(factory=_default_cpu_args)
@@ -111,7 +119,7 @@ class SDFGCompilation:
             existing = _published(space.builds / name, source)
             if existing is not None:
                 return existing  # built by another process whose cache entry we do not see
-            shared = ensure_private_directory(root / "shared") if space.kept else workdir
+            shared = self._toolchain(root) if space.kept else workdir
             folder = workdir / source.entry_point
             self._build(source, folder, shared)
             _keep_only(folder, set(files))
@@ -121,6 +129,22 @@ class SDFGCompilation:
 
         builds = BuildCache(root)
         return builds.build(source.entry_point, build)
+
+    def _toolchain(self, root: Path) -> Path:
+        """The private directory for DaCe's build cache (created if needed)."""
+        if self.toolchain_directory is not None:
+            try:
+                return ensure_private_directory(self.toolchain_directory)
+            except UnsafeCacheDirectoryError:
+                raise  # a directory others can write is refused, never worked around
+            except OSError as error:
+                _log.warning(
+                    "cannot use the toolchain directory %s (%s); DaCe's build cache goes "
+                    "into the build directory",
+                    self.toolchain_directory,
+                    error,
+                )
+        return ensure_private_directory(root / "shared")
 
     def _build(self, source: ProgramSource, folder: Path, shared: Path) -> None:
         import dace  # noqa: PLC0415  (optional package)

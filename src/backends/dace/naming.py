@@ -64,9 +64,11 @@ def mode(stencil: int) -> str:
     return f"mode{stencil}"
 
 
-def temporary(stencil: int, local: str) -> str:
-    """The transient array holding local ``local`` of stencil ``stencil``."""
-    return f"t{stencil}_{local}"
+def temporary(stencil: int, local: str, variant: str) -> str:
+    """The transient array holding local ``local`` of stencil ``stencil`` in its
+    ``variant`` (``seq``/``par``/``gpu``): each variant has its own, so that DaCe's fusion
+    sees every transient used inside one state only."""
+    return f"t{stencil}{variant}_{local}"
 
 
 @attrs.frozen
@@ -79,9 +81,12 @@ class SDFGInterface:
             contiguous (its last stride is the constant 1).
         iteration_dims: per stencil, the dimensions its maps iterate over, in order.
         parallel_min_points: domains with at least this many points run in parallel.
+        recipe: the name of the DaCe transformations applied (``SDFGRecipe.name``), for
+            whoever inspects a lowered program.
     """
 
     ir: ProgramIR
     unit_stride: tuple[tuple[str, bool], ...]
     iteration_dims: tuple[tuple[str, ...], ...]
     parallel_min_points: int
+    recipe: str = "none"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata as importlib_metadata
 from typing import Any
@@ -40,8 +41,9 @@ from backends import loops
 from backends.c import expressions, runtime
 from backends.c.runtime import RUNTIME_C
 from backends.c.translation import unit_stride_flags
-from backends.dace import naming, tasklets
+from backends.dace import naming, recipe, tasklets
 from backends.dace.naming import SDFGInterface
+from backends.dace.recipe import SDFGRecipe, apply_recipe
 from backends.dace.tasklets import Offsets, TaskletBody
 from backends.loops import StencilLayout, SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, ScalarType
@@ -55,8 +57,12 @@ SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
 _GENERATOR_VERSION = source_digest(
-    loops, tasklets, expressions, runtime, naming, sys.modules[__name__]
+    loops, tasklets, expressions, runtime, naming, recipe, sys.modules[__name__]
 )
+
+
+#: DaCe's configuration is process-wide: translations and builds that change it take turns.
+DACE_CONFIG_LOCK = threading.RLock()
 
 
 def _dace_version() -> str:
@@ -88,11 +94,14 @@ class SDFGTranslation:
         parallel_min_points: CPU domains with fewer points run on one thread.
         device_type: ``DeviceType.CPU`` (OpenMP maps) or ``DeviceType.CUDA`` (GPU kernels
             over ``GPU_Global`` arrays, for CuPy arguments).
+        recipe: the DaCe transformations applied to a CPU SDFG once built
+            (``backends.dace.recipe``); GPU SDFGs get DaCe's GPU transformation only.
     """
 
     temporaries: bool = True
     parallel_min_points: int = 32768
     device_type: DeviceType = DeviceType.CPU
+    recipe: SDFGRecipe = attrs.field(factory=SDFGRecipe)
 
     def __attrs_post_init__(self) -> None:
         if self.device_type not in (DeviceType.CPU, DeviceType.CUDA):
@@ -110,6 +119,7 @@ class SDFGTranslation:
             self.temporaries,
             self.parallel_min_points,
             self.device_type.name,
+            self.recipe,
             _GENERATOR_VERSION,
             _dace_version(),
         )
@@ -128,6 +138,18 @@ def build_sdfg(
 ) -> tuple[Any, SDFGInterface]:
     """The SDFG called ``name`` for ``ir``, and the interface loading needs to call it."""
     dace = _dace()
+    from dace.config import Config, temporary_config  # noqa: PLC0415  (optional package)
+
+    with DACE_CONFIG_LOCK, temporary_config():
+        # Otherwise DaCe walks the Python stack (``inspect``) for every node it adds, ours
+        # and the transformations': a third of hdiff's translation.
+        Config.set("compiler", "lineinfo", value="none")
+        return _build_sdfg(dace, ir, name, unit_stride, options)
+
+
+def _build_sdfg(
+    dace: Any, ir: ProgramIR, name: str, unit_stride: Mapping[str, bool], options: SDFGTranslation
+) -> tuple[Any, SDFGInterface]:
     sdfg = dace.SDFG(name)
     builder = _Builder(dace, sdfg, ir, unit_stride, options)
     dims = builder.build()
@@ -139,6 +161,8 @@ def build_sdfg(
         sdfg.append_global_code(_gpu_runtime(), "cuda")
         sdfg.apply_gpu_transformations()
         _set_gpu_block_sizes(dace, sdfg)
+    else:
+        apply_recipe(dace, sdfg, options.recipe)
     sdfg.append_global_code(RUNTIME_C)
     if not gpu:
         sdfg.append_global_code(packed_entry(sdfg))
@@ -148,6 +172,7 @@ def build_sdfg(
         tuple(sorted(unit_stride.items())),
         dims,
         options.parallel_min_points,
+        "gpu" if gpu else options.recipe.name,
     )
     return sdfg, interface
 
@@ -314,6 +339,9 @@ class _StencilStates:
         self.lo = {d: builder.symbol(naming.domain_low(index, d)) for d in self.dims}
         self.hi = {d: builder.symbol(naming.domain_high(index, d)) for d in self.dims}
         self.mode = builder.symbol(naming.mode(index))
+    def _add_temporaries(self, tag: str) -> None:
+        """Declare the transients of the variant ``tag``."""
+        builder = self.b
         for name, bounds in self.temporaries.items():
             local_type = self.definitions[name].type
             assert local_type is not None
@@ -321,7 +349,7 @@ class _StencilStates:
             cpu = builder.options.device_type == DeviceType.CPU
             dace = builder.dace
             builder.sdfg.add_transient(
-                naming.temporary(index, name),
+                naming.temporary(self.index, name, tag),
                 shape,
                 _dace_type(dace, local_type.dtype),
                 # On CPUs the loader hands DaCe one reused buffer for them (External): a
@@ -330,6 +358,10 @@ class _StencilStates:
                 lifetime=(
                     dace.AllocationLifetime.External if cpu else dace.AllocationLifetime.SDFG
                 ),
+                # Indexed like the fields (absolute indices): memlets of temporaries and of
+                # fields then depend on the map's variables alone, as DaCe's stencil tiling
+                # and fusion require.
+                offset=[-(self.lo[d] + bounds[d][0]) for d in self.dims],
             )
 
     def _bounds(self, extent: FieldExtent) -> dict[str, tuple[int, int]]:
@@ -362,15 +394,17 @@ class _StencilStates:
         sdfg = self.b.sdfg
         k = self.index
         states = []
+        state = sdfg.add_state(f"stencil{k}_{tag}")
+        self._nodes: dict[str, Any] = {}
+        self._tag = tag
+        self._add_temporaries(tag)
         for name, bounds in self.temporaries.items():
-            state = sdfg.add_state(f"stencil{k}_{tag}_{name}")
             reach = {
                 d: (f"{self.lo[d]} + ({bounds[d][0]})", f"{self.hi[d]} + ({bounds[d][1]})")
                 for d in self.dims
             }
-            target = naming.temporary(k, name)
-            base = {d: f"{self.lo[d]} + ({bounds[d][0]})" for d in self.dims}
-            index = self._subset(self.dims, {}, base, self._row(reach))
+            target = naming.temporary(k, name, tag)
+            index = self._subset(self.dims, {}, {}, self._row(reach))
             self._map(
                 state,
                 f"s{k}_{tag}_{name}",
@@ -380,8 +414,6 @@ class _StencilStates:
                 {"o_0": f"{target}[{index}]"},
                 {"o_0": self._element("o_0", name, self.dims)},
             )
-            states.append(state)
-        state = sdfg.add_state(f"stencil{k}_{tag}")
         reach = {d: (f"{self.lo[d]}", f"{self.hi[d]}") for d in self.dims}
         outputs, elements = {}, {}
         for position, output in enumerate(self.stencil.outputs):
@@ -546,10 +578,9 @@ class _StencilStates:
         def read(body: TaskletBody, name: str, offsets: Offsets) -> str:
             shift = dict(offsets)
             if name in self.temporaries:
-                bounds = self.temporaries[name]
-                base = {d: f"{self.lo[d]} + ({bounds[d][0]})" for d in self.dims}
-                index = self._subset(self.dims, shift, base, row)
-                found = connector(f"{naming.temporary(self.index, name)}[{index}]", (name, offsets))
+                index = self._subset(self.dims, shift, {}, row)
+                data = naming.temporary(self.index, name, self._tag)
+                found = connector(f"{data}[{index}]", (name, offsets))
                 return self._element(found, name, self.dims)
             if name in self.definitions:
                 return body.value(self.definitions[name], offsets)
@@ -583,7 +614,9 @@ class _StencilStates:
             lines = [*body.lines, *(f"{out} = {value};" for out, value, _ in stores)]
             # A 0-D stencil is a map over one point.
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims} or {"x_": "0:1"}
-        _, entry, _ = state.add_mapped_tasklet(
+        # The stencil's maps share one state: a temporary is one access node, written by
+        # its map and read by the maps after it (a dataflow graph DaCe can transform).
+        _, entry, exit_ = state.add_mapped_tasklet(
             label,
             ranges,
             inputs={c: dace.Memlet(m) for c, m in inputs.items()},
@@ -592,7 +625,11 @@ class _StencilStates:
             schedule=schedule,
             language=dace.Language.CPP,
             external_edges=True,
+            input_nodes=self._nodes,
         )
+        for edge in state.out_edges(exit_):
+            if edge.dst.data in self.b.sdfg.arrays and self.b.sdfg.arrays[edge.dst.data].transient:
+                self._nodes[edge.dst.data] = edge.dst
         outer = len(ranges)
         if schedule == dace.ScheduleType.CPU_Multicore and outer > 1:
             entry.map.collapse = outer

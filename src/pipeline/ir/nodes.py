@@ -260,7 +260,8 @@ class OutputTarget:
 
 @attrs.frozen
 class DimExtent:
-    """How far reads reach along ``dim``: from ``lower`` (<= 0) to ``upper`` (>= 0)."""
+    """How far reads reach along ``dim``: from ``lower`` to ``upper`` (a field's extent holds
+    0, the output point: ``lower <= 0 <= upper``; a local's need not)."""
 
     dim: str
     lower: int
@@ -292,7 +293,8 @@ class Stencil:
 
     ``extents`` (filled in by the extent pass) has one entry per program field the stencil
     reads everywhere; ``guarded`` the reads that happen only in a region (``concat_where``);
-    ``local_extents`` one per local field, for translations that keep temporaries.
+    ``local_extents`` one per local field, for translations that keep temporaries: exactly
+    the box of the points where it is read (which need not hold the output point).
     """
 
     body: tuple[Assign, ...]

@@ -74,19 +74,24 @@ def _analyse(program_name: str, stencil: Stencil, field_params: dict[str, FieldT
     for result in stencil.results:
         visit(result, (), None)
 
-    def extent(name: str, dims: tuple[str, ...]) -> FieldExtent:
+    def extent(name: str, dims: tuple[str, ...], *, exact: bool = False) -> FieldExtent:
+        """The box around ``name``'s reads; a field's includes the output point itself."""
         bounds = []
         for dim in dims:
             values = [dict(o).get(dim, 0) for o in reads[name]] or [0]
-            bounds.append(DimExtent(dim, min(0, *values), max(0, *values)))
+            if not exact:
+                values.append(0)
+            bounds.append(DimExtent(dim, min(values), max(values)))
         return FieldExtent(name, tuple(bounds))
 
     extents = tuple(
         extent(name, field_params[name].dim_names)
         for name in sorted(n for n in reads if n in field_params)
     )
+    # A local's box is exactly where it is read: a temporary computed at one more point
+    # would read the fields beyond their extents, outside the arrays the checks accepted.
     local_extents = tuple(
-        extent(name, t.dim_names)
+        extent(name, t.dim_names, exact=True)
         for name, t in local_types.items()
         if isinstance(t, FieldType) and name in reads
     )

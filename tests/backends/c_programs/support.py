@@ -21,15 +21,19 @@ TESTS_BACKENDS = Path(__file__).resolve().parent.parent
 _WRAPPER = """\
 #!/bin/sh
 # A C compiler that logs every invocation, for the c_cpu tests. Translation units compiled
-# on their own (-c) are logged as "unit"; builds of the module (the link, or one command
-# that compiles and links) as "compile"; everything else (--version, target queries) as
-# "probe". Around a build it creates compile-started / compile-finished next to itself and
+# on their own (-c) are logged as "unit"; the link of a variant measurement's executable as
+# "measure"; builds of the module (the link, or one command that compiles and links) as
+# "compile"; everything else (--version, target queries) as "probe". Around a build it
+# creates compile-started / compile-finished next to itself and
 # sleeps $SF_TEST_CC_BEFORE / $SF_TEST_CC_AFTER seconds, so a test can kill its caller
 # mid-build.
 here=$(dirname "$0")
 case " $* " in
   *" -c "*)
     echo "unit $$ $*" >> "$here/cc.log"
+    exec {compiler} "$@" ;;
+  *"/measure "*)
+    echo "measure $$ $*" >> "$here/cc.log"
     exec {compiler} "$@" ;;
   *" -o "*)
     echo "compile $$ $*" >> "$here/cc.log"
@@ -62,7 +66,8 @@ class CompilerWrapper:
         self.log.touch()
 
     def lines(self, kind: str) -> list[str]:
-        """Logged invocations of ``kind`` (``"compile"``, ``"unit"`` or ``"probe"``)."""
+        """Logged invocations of ``kind`` (``"compile"``, ``"unit"``, ``"measure"`` or
+        ``"probe"``)."""
         return [line for line in self.log.read_text().splitlines() if line.startswith(kind + " ")]
 
     @property

@@ -1,0 +1,226 @@
+"""The C program that times a stencil's code variants on arrays it allocates itself.
+
+``measurement_source`` emits one translation unit per candidate (the stencil generated as
+``sf_stencil_<n>`` for candidate ``n``, with the runtime and scratch helpers) and a ``main``
+unit: a plain C executable, no Python headers. ``main`` allocates every field the stencil
+touches on a grid of its own (C-contiguous, 64-byte aligned, filled in parallel with
+deterministic values), so no user memory is ever given to the candidates and every read
+lies inside the arrays (the domain keeps the stencil's whole reach inside). It calls each
+candidate once to warm up, then in rounds, the candidates in rotated order, and prints the
+best wall-clock and processor time per call of each: ``<candidate> <wall> <processor>``
+(seconds) per line.
+
+The grid: the innermost iteration dimension 64 points (a K column), the others equal, so
+that the fields together take about twice the last-level cache (64 to 256 MiB): the
+candidates run out of memory, as on the grids whose speed matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from backends.c.codegen import StencilCode
+from backends.c.expressions import C_TYPES
+from backends.c.runtime import BOOL_TYPEDEF
+from backends.c.units import join_units
+from pipeline.dsl.types import FieldType, ScalarType, bool_
+from pipeline.ir.nodes import ProgramIR, Stencil
+
+__all__ = ["MeasurementGrid", "measurement_grid", "measurement_source"]
+
+#: Points of the innermost iteration dimension on the measurement grid.
+INNER_POINTS = 64
+
+
+@attrs.frozen
+class MeasurementGrid:
+    """The arrays and domain of a measurement.
+
+    Attributes:
+        sizes: each iteration dimension's array size (every field of the grid has it).
+        lower: per iteration dimension, the first domain index (the stencil's reach below).
+        upper: per iteration dimension, the points past the domain (its reach above).
+    """
+
+    sizes: Mapping[str, int]
+    lower: Mapping[str, int]
+    upper: Mapping[str, int]
+
+    def describe(self) -> str:
+        """``256x256x64 points`` (the domain)."""
+        domain = [self.sizes[d] - self.lower[d] - self.upper[d] for d in self.sizes]
+        return "x".join(str(n) for n in domain) + " points"
+
+
+def _used_fields(stencil: Stencil) -> list[str]:
+    names = [extent.name for extent in stencil.extents]
+    names += [read.name for read in stencil.guarded]
+    names += [target.name for target in stencil.outputs]
+    return list(dict.fromkeys(names))
+
+
+def measurement_grid(
+    program: ProgramIR, stencil: Stencil, dims: Sequence[str], budget_bytes: int
+) -> MeasurementGrid:
+    """The grid on which ``stencil`` (iterating over ``dims``) is measured: its fields
+    together about ``budget_bytes``, its domain inside every field by the stencil's reach."""
+    lower = dict.fromkeys(dims, 0)
+    upper = dict.fromkeys(dims, 0)
+    for extent in stencil.extents:
+        for bound in extent.dims:
+            if bound.dim in lower:
+                lower[bound.dim] = max(lower[bound.dim], -bound.lower)
+                upper[bound.dim] = max(upper[bound.dim], bound.upper)
+    for read in stencil.guarded:
+        for dim, offset in read.offsets:
+            if dim in lower:
+                lower[dim] = max(lower[dim], -offset)
+                upper[dim] = max(upper[dim], offset)
+    point_bytes = 0
+    for name in _used_fields(stencil):
+        field = program.param(name).type
+        assert isinstance(field, FieldType)
+        point_bytes += np.dtype(field.dtype).itemsize
+    points = max(budget_bytes // max(point_bytes, 1), 1)
+    interior: dict[str, int] = {}
+    if dims:
+        outer = dims[:-1]
+        interior[dims[-1]] = min(INNER_POINTS, points) if outer else points
+        if outer:
+            side = max(round((points / interior[dims[-1]]) ** (1 / len(outer))), 1)
+            interior |= dict.fromkeys(outer, side)
+    sizes = {d: interior[d] + lower[d] + upper[d] for d in dims}
+    return MeasurementGrid(sizes, lower, upper)
+
+
+_VALUES = r"""
+static inline double sf_value(uint64_t i) {
+    /* Deterministic values in [-1, 1): a 64-bit mix of the index. */
+    i ^= i >> 33; i *= 0xff51afd7ed558ccdULL; i ^= i >> 33; i *= 0xc4ceb9fe1a85ec53ULL;
+    i ^= i >> 33;
+    return (double)(i >> 11) * 0x1.0p-52 - 1.0;
+}
+static double sf_clock(clockid_t clock) {
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+"""
+
+
+def _fill(name: str, ctype: str, dtype_kind: str, count: str) -> list[str]:
+    if dtype_kind == "b":
+        value = "(sf_bool)(sf_value((uint64_t)i) > 0.0)"
+    elif dtype_kind in "iu":
+        value = f"({ctype})(8.0 * sf_value((uint64_t)i))"
+    else:
+        value = f"({ctype})sf_value((uint64_t)i)"
+    return [
+        "    #pragma omp parallel for schedule(static)",
+        f"    for (int64_t i = 0; i < {count}; ++i) (({ctype}*)a.p_{name})[i] = {value};",
+    ]
+
+
+def _main(
+    program: ProgramIR,
+    stencil: Stencil,
+    codes: Sequence[StencilCode],
+    grid: MeasurementGrid,
+    struct: Sequence[str],
+    budget_seconds: float,
+) -> str:
+    dims = list(grid.sizes)
+    lines = [
+        "#include <stdint.h>",
+        "#include <stdio.h>",
+        "#include <stdlib.h>",
+        "#include <string.h>",
+        "#include <time.h>",
+        BOOL_TYPEDEF,
+        *struct,
+        *(f"{code.signature};" for code in codes),
+        _VALUES,
+        "int main(int argc, char** argv) {",
+        "    const int rounds = argc > 1 ? atoi(argv[1]) : 5;",
+        "    sf_args a;",
+        "    memset(&a, 0, sizeof a);",
+    ]
+    used = _used_fields(stencil)
+    for name in used:
+        field = program.param(name).type
+        assert isinstance(field, FieldType)
+        ctype = C_TYPES[field.dtype]
+        shape = [grid.sizes.get(d, 1) for d in field.dim_names]
+        count = 1
+        for size in shape:
+            count *= size
+        stride = count
+        for axis, size in enumerate(shape):
+            stride //= size
+            lines.append(f"    a.n_{name}[{axis}] = {size}; a.s_{name}[{axis}] = {stride};")
+        lines += [
+            f"    if (posix_memalign((void**)&a.p_{name}, 64, sizeof({ctype}) * {count}) != 0) "
+            "return 2;",
+            *_fill(name, ctype, np.dtype(field.dtype).kind, f"{count}LL"),
+        ]
+    for param in program.params:
+        if isinstance(param.type, ScalarType):
+            value = "0" if param.type.dtype == bool_ else (
+                "1" if np.dtype(param.type.dtype).kind in "iu" else "0.025"
+            )
+            lines.append(f"    a.sc_{param.name} = ({C_TYPES[param.type.dtype]}){value};")
+    slots = max(1, len(dims))
+    lows = ", ".join(str(grid.lower[d]) for d in dims) or "0"
+    highs = ", ".join(str(grid.sizes[d] - grid.upper[d]) for d in dims) or "1"
+    table = ", ".join(code.name for code in codes)
+    lines += [
+        f"    const int64_t lo[{slots}] = {{{lows}}}, hi[{slots}] = {{{highs}}};",
+        f"    int (*const candidates[{len(codes)}])(const sf_args* restrict, const int64_t*, "
+        f"const int64_t*) = {{{table}}};",
+        f"    const int count = {len(codes)};",
+        f"    double best[{len(codes)}], cpu[{len(codes)}];",
+        "    for (int c = 0; c < count; ++c) {",
+        "        best[c] = cpu[c] = 1e300;",
+        "        if (candidates[c](&a, lo, hi) != 0) return 3;  /* warm-up: threads, scratch */",
+        "    }",
+        "    const double start = sf_clock(CLOCK_MONOTONIC);",
+        "    for (int r = 0; r < rounds; ++r) {",
+        "        for (int j = 0; j < count; ++j) {",
+        "            const int c = (r + j) % count;",
+        "            const double t0 = sf_clock(CLOCK_MONOTONIC);",
+        "            const double u0 = sf_clock(CLOCK_PROCESS_CPUTIME_ID);",
+        "            if (candidates[c](&a, lo, hi) != 0) return 3;",
+        "            const double u = sf_clock(CLOCK_PROCESS_CPUTIME_ID) - u0;",
+        "            const double t = sf_clock(CLOCK_MONOTONIC) - t0;",
+        "            if (t < best[c]) best[c] = t;",
+        "            if (u < cpu[c]) cpu[c] = u;",
+        "        }",
+        # Bounded: on a slow machine, fewer rounds (at least two).
+        f"        if (r >= 1 && sf_clock(CLOCK_MONOTONIC) - start > {budget_seconds!r}) break;",
+        "    }",
+        "    for (int c = 0; c < count; ++c) printf(\"%d %.9e %.9e\\n\", c, best[c], cpu[c]);",
+    ]
+    lines += [f"    free(a.p_{name});" for name in used]
+    lines += ["    return 0;", "}"]
+    return "\n".join(lines)
+
+
+def measurement_source(
+    program: ProgramIR,
+    stencil: Stencil,
+    codes: Sequence[StencilCode],
+    grid: MeasurementGrid,
+    struct: Sequence[str],
+    runtime: str,
+    budget_seconds: float = 1.0,
+) -> str:
+    """The measuring executable's source: one unit per candidate in ``codes`` (generated as
+    ``sf_stencil_<n>``), each with ``runtime`` and the argument ``struct``, and ``main``."""
+    units = {
+        f"candidate{n}": "\n".join([runtime, *struct, code.text]) for n, code in enumerate(codes)
+    }
+    units["main"] = _main(program, stencil, codes, grid, struct, budget_seconds)
+    return join_units(units)

@@ -1,0 +1,237 @@
+"""Choosing a tiled stencil's variant by measuring the candidates once per machine.
+
+``Tuning.choose`` gives the translation a ``Choice`` for one stencil. When the options leave
+more than one candidate (``backends.c.variants.candidates``: stencils with temporaries), it
+asks ``MeasureVariants``, a step cached on disk like the translations (self-verifying
+entries, ADR 0015) under a key made of the candidates' generated code, the compiler and its
+flags, and ``machine_identity()``: a choice record. The first build of a program on a
+machine measures; every later translation there (a new process, another program with the
+same stencil) reads the record.
+
+``MeasureVariants`` builds the measuring executable (``backends.c.measurement``: one unit
+per candidate, compiled concurrently, plain C), runs it on arrays it allocates, and picks the
+candidate with the least processor time per call (min over the rounds, the candidates
+interleaved; OpenMP's waiting threads sleep). Processor time, not wall-clock time: on a
+machine shared with other work, a descheduled thread makes a call's wall time several times
+longer at random, while the processor time of the work (memory stalls included) moves by a
+few percent (ADR 0009 has the figures).
+Runs on one machine take turns (a file lock in the build cache), so concurrent builds (a
+process pool of ``compile_many``) do not measure at the same time; a compile in another
+worker may still disturb a run, which the interleaving spreads over all candidates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+import filelock
+
+from backends.build_cache import BuildCache, BuildSpace
+from backends.c import codegen, measurement
+from backends.c.bindings import argument_struct
+from backends.c.codegen import generate_stencil
+from backends.c.compilation import CCompilation, CompilationError
+from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
+from backends.c.measurement import measurement_grid, measurement_source
+from backends.c.runtime import RUNTIME_C
+from backends.c.scratch import SCRATCH_C
+from backends.c.variants import Choice, Variant, choose_unmeasured
+from backends.loops import StencilLayout
+from pipeline.caching import CachedStep, StepCache
+from pipeline.fingerprint import source_digest
+from pipeline.ir.nodes import ProgramIR, Stencil
+
+__all__ = ["MeasureVariants", "MeasurementRequest", "MeasurementWarning", "Tuning"]
+
+_log = logging.getLogger(__name__)
+
+
+class MeasurementWarning(RuntimeWarning):
+    """Measuring a stencil's variants failed; the build uses the first candidate."""
+
+
+@attrs.frozen
+class MeasurementRequest:
+    """What to measure: the input of ``MeasureVariants`` (and its choice record's key).
+
+    Attributes:
+        program: the program's name (for messages).
+        stencil: the field operator the stencil calls (for messages).
+        variants: the candidates, in the order of the executable's units.
+        text: the measuring executable's source (``measurement_source``).
+        grid: the grid in words.
+        machine: ``machine_identity()`` of the machine that measures.
+    """
+
+    program: str
+    stencil: str
+    variants: tuple[Variant, ...]
+    text: str
+    grid: str
+    machine: str
+
+
+@attrs.frozen
+class MeasureVariants:
+    """Build and run a ``MeasurementRequest``'s executable; the fastest candidate.
+
+    Attributes:
+        compilation: builds the executable (its compiler and flags, as the program's build).
+        rounds: timed calls of each candidate (the best counts), after one warm-up call;
+            fewer (at least two) when the rounds take more than a second.
+        timeout: seconds the executable may run.
+    """
+
+    compilation: CCompilation
+    rounds: int = attrs.field(default=5, validator=attrs.validators.ge(2))
+    timeout: float = 120.0
+
+    def __fingerprint__(self) -> object:
+        return (self.compilation, self.rounds)
+
+    def __call__(self, request: MeasurementRequest, /) -> Choice:
+        """The fastest of ``request.variants`` on this machine.
+
+        Raises:
+            CompilationError: the executable did not build.
+            RuntimeError: it failed or printed no timings (naming the program).
+        """
+        builds = BuildCache(Path(self.compilation.build_directory))
+        root = Path(self.compilation.build_directory)
+
+        def measure(space: BuildSpace, workdir: Path) -> Choice:
+            executable = self.compilation.build_units(
+                f"the variant measurement of {request.program}",
+                request.text,
+                workdir,
+                workdir / "measure",
+                shared=False,
+            )
+            # Waiting threads sleep, so processor time counts the work alone.
+            environment = dict(os.environ, OMP_WAIT_POLICY="passive")
+            with filelock.FileLock(str(root / "measure.lock"), mode=0o600):
+                done = subprocess.run(
+                    [str(executable), str(self.rounds)],
+                    capture_output=True,
+                    text=True,
+                    timeout=self.timeout,
+                    check=False,
+                    env=environment,
+                )
+            timings = _parse(done.stdout, len(request.variants))
+            if done.returncode != 0 or timings is None:
+                raise RuntimeError(
+                    f"measuring the variants of {request.stencil} in {request.program} failed "
+                    f"(exit {done.returncode}): {done.stderr.strip()[-400:]}"
+                )
+            measured = tuple(
+                (variant, wall, cpu)
+                for variant, (wall, cpu) in zip(request.variants, timings, strict=True)
+            )
+            best = min(measured, key=lambda entry: entry[2])[0]
+            _log.info(
+                "measured the variants of %s in %s: %s", request.stencil, request.program,
+                ", ".join(f"{v.describe()} {cpu * 1e3:.2f} ms" for v, _, cpu in measured),
+            )
+            return Choice(
+                best, "measured", f"on {request.grid}, {machine_description()}", measured
+            )
+
+        return builds.build("measure", measure)
+
+
+def _parse(output: str, count: int) -> tuple[tuple[float, float], ...] | None:
+    """The timings ``<candidate> <wall seconds> <processor seconds>`` per line, in candidate
+    order (None: one is missing)."""
+    found: dict[int, tuple[float, float]] = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0].isdigit():
+            found[int(parts[0])] = (float(parts[1]), float(parts[2]))
+    if sorted(found) != list(range(count)):
+        return None
+    return tuple(found[n] for n in range(count))
+
+
+@attrs.frozen
+class Tuning:
+    """Measured choices of the C translation's automatic options, cached per machine.
+
+    Attributes:
+        compilation: builds the measuring executables.
+        records: where the choice records live (a disk step cache; ``eq=False``: where they
+            are does not change what they say).
+        rounds: timed calls per candidate.
+    """
+
+    compilation: CCompilation
+    records: StepCache = attrs.field(eq=False, repr=False)
+    rounds: int = attrs.field(default=5, validator=attrs.validators.ge(2))
+
+    def __fingerprint__(self) -> object:
+        # An automatic translation's text depends on what was measured on this machine.
+        return (
+            MeasureVariants(self.compilation, self.rounds),
+            machine_identity(),
+            source_digest(codegen, measurement, sys.modules[__name__]),
+        )
+
+    def choose(
+        self,
+        program: ProgramIR,
+        stencil: Stencil,
+        *,
+        unit_stride: Mapping[str, bool],
+        temporaries: bool | None,
+        tile_sizes: tuple[int, ...] | None,
+        parallel_min_points: int,
+        prefetch_distance: int,
+    ) -> Choice:
+        """The variant of ``stencil``: the only candidate, or the measured fastest (from its
+        choice record when there is one). A failed measurement warns
+        (``MeasurementWarning``) and takes the first candidate."""
+        found = choose_unmeasured(program, stencil, temporaries, tile_sizes)
+        if isinstance(found, Choice):
+            return found
+        layout = StencilLayout.of(program, stencil, temporaries=True)
+        grid = measurement_grid(
+            program, stencil, layout.dims, min(max(2 * last_level_cache_bytes(), 2**26), 2**28)
+        )
+        codes = [
+            generate_stencil(
+                program,
+                stencil,
+                number,
+                unit_stride=unit_stride,
+                temporaries=variant.temporaries,
+                tile_sizes=variant.tile_sizes,
+                parallel_min_points=parallel_min_points,
+                prefetch_distance=prefetch_distance,
+            )
+            for number, variant in enumerate(found)
+        ]
+        text = measurement_source(
+            program, stencil, codes, grid, argument_struct(program), f"{RUNTIME_C}\n{SCRATCH_C}"
+        )
+        request = MeasurementRequest(
+            program.name, stencil.operator_name, found, text, grid.describe(), machine_identity()
+        )
+        step = CachedStep(MeasureVariants(self.compilation, self.rounds), self.records)
+        try:
+            return step(request)
+        except (CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            warnings.warn(
+                f"could not measure the variants of {stencil.operator_name} in {program.name} "
+                f"({error}); using {found[0].describe()}. Pass temporaries= and tile_sizes= "
+                "to CTranslation to choose without measuring",
+                MeasurementWarning,
+                stacklevel=2,
+            )
+            return Choice(found[0], "default", f"measurement failed: {type(error).__name__}")

@@ -1,0 +1,340 @@
+"""IR -> CUDA C: one ``__global__`` kernel per stencil.
+
+A kernel's threads cover the stencil's *parallel* dimensions: the innermost on the grid's x
+axis (so that a warp reads consecutive elements of a field contiguous along it), the next on
+y, the others flattened on z; y and z are walked in grid-stride loops, so any domain fits the
+grid's limits. Each thread computes its point with the same expression lowering as the C
+backend (``backends.c.expressions``: NumPy's casts, wrapping integers, ``concat_where`` as a
+branch computed only where chosen), recomputing locals read at shifted positions at each use.
+
+Two shapes of kernel::
+
+    points:   a thread per point of every dimension          (no loop in the thread)
+    columns:  a thread per point of all but one dimension,    for x_S in order: body
+              looping over that one (the innermost, or a scan's axis)
+
+A stencil that runs scans is always a columns kernel along the scan's axis: each pass of
+``backends.loops.plan_sweeps`` walks the axis in its direction with the carries in registers,
+and the values a later pass reads are kept in a scratch buffer laid out
+``[level][thread]``, so that a warp's stores and loads of one level are contiguous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from backends.c.addressing import element_offset
+from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert, literal
+from backends.cuda.interface import KernelPlan
+from backends.loops import StencilLayout, SweepKey, SweepPlan, plan_sweeps
+from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.ir.nodes import ProgramIR, Scan, Stencil
+
+__all__ = ["PARALLELIZATIONS", "KernelCode", "fold_block", "generate_kernel", "thread_axes"]
+
+#: The shapes a non-scan kernel may take (``CudaTranslation.parallelization``).
+PARALLELIZATIONS = ("points", "columns")
+
+
+@attrs.frozen
+class KernelCode:
+    """A kernel's CUDA text and how to launch it."""
+
+    plan: KernelPlan
+    text: str
+
+
+@attrs.frozen
+class _RegisterCarries:
+    """Where a scan kernel's body finds its sweeps (``ScanStorage``): each carry in a
+    register, each earlier pass's values in its scratch buffer at ``kept_index``."""
+
+    plan: SweepPlan
+    phase: int
+    numbers: Mapping[SweepKey, int]
+    kept_index: str
+
+    def carry(self, key: SweepKey, component: int) -> str:
+        return f"c{self.numbers[key]}_{component}"
+
+    def finished(self, key: SweepKey, component: int) -> str | None:
+        if self.plan.phase_of(key) < self.phase:
+            return f"k{self.numbers[key]}_{component}[{self.kept_index}]"
+        return None
+
+
+def thread_axes(
+    parallel: Sequence[str],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The dimensions on the grid's x, y and z axes: the innermost parallel dimension on x,
+    the next on y, the rest (outermost first) flattened on z."""
+    dims = tuple(parallel)
+    return dims[-1:], dims[-2:-1], dims[:-2]
+
+
+def fold_block(
+    block: tuple[int, int, int],
+    threads: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]],
+) -> tuple[int, int, int]:
+    """``block`` for a kernel whose grid uses fewer axes: an unused axis's threads join the
+    axis below it, so a block keeps its number of threads (1x1x1 without parallel dims)."""
+    x, y, z = block
+    if not threads[0]:
+        return (1, 1, 1)
+    if not threads[1]:
+        return (x * y * z, 1, 1)
+    if not threads[2]:
+        return (x, y * z, 1)
+    return block
+
+
+class _KernelGenerator:
+    def __init__(
+        self,
+        program: ProgramIR,
+        stencil: Stencil,
+        index: int,
+        *,
+        unit_stride: Mapping[str, bool],
+        parallelization: str,
+        block: tuple[int, int, int],
+    ) -> None:
+        self.program = program
+        self.stencil = stencil
+        self.index = index
+        self.unit_stride = unit_stride
+        layout = StencilLayout.of(program, stencil, temporaries=False)
+        self.dims = layout.dims
+        self.definitions = dict(layout.definitions)
+        self.sweeps = plan_sweeps(stencil)
+        if self.sweeps is not None:
+            self.sequential: str | None = self.sweeps.axis
+        elif parallelization == "columns" and len(self.dims) >= 2:
+            self.sequential = self.dims[-1]
+        else:
+            self.sequential = None
+        self.parallel = tuple(d for d in self.dims if d != self.sequential)
+        self.threads = thread_axes(self.parallel)
+        self.block = fold_block(block, self.threads)
+        self.name = f"sf_kernel_{index}"
+
+    # -- reads and stores ---------------------------------------------------------------------
+    def read(self, body: ExpressionEmitter, name: str, offsets: Offsets) -> str:
+        if name in self.definitions:
+            return body.value(self.definitions[name], offsets)
+        param = self.program.param(name)
+        if isinstance(param.type, ScalarType):
+            return f"sc_{name}"
+        offset = element_offset(
+            name, param.type.dim_names, dict(offsets), self.unit_stride.get(name, False)
+        )
+        return body.let(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
+
+    def store_outputs(self, body: ExpressionEmitter) -> list[str]:
+        stores = []
+        for target, result in zip(self.stencil.outputs, self.stencil.results, strict=True):
+            param = self.program.param(target.name)
+            assert isinstance(param.type, FieldType) and result.type is not None
+            value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
+            offset = element_offset(
+                target.name, param.type.dim_names, {}, self.unit_stride.get(target.name, False)
+            )
+            stores.append(f"p_{target.name}[{offset}] = {value};")
+        return stores
+
+    # -- the kernel ---------------------------------------------------------------------------
+    def generate(self) -> KernelCode:
+        threads = self.block[0] * self.block[1] * self.block[2]
+        lines = [
+            f'extern "C" __global__ void __launch_bounds__({threads}) '
+            f"{self.name}(const sf_args a) {{",
+            *self._unpack(),
+        ]
+        loops, indent = self._thread_loops()
+        lines += loops
+        kept: tuple[tuple[str, str], ...] = ()
+        if self.sweeps is not None:
+            body, kept = self._scan_body(self.sweeps, indent)
+        elif self.sequential is not None:
+            body = self._column_body(self.sequential, indent)
+        else:
+            body = self._point_body(indent)
+        lines += body
+        while indent != "    ":
+            indent = indent[:-4]
+            lines.append(f"{indent}}}")
+        lines.append("}")
+        plan = KernelPlan(
+            self.name, self.index, self.dims, self.threads, self.block, self.sequential, kept
+        )
+        return KernelCode(plan, "\n".join(lines))
+
+    def _unpack(self) -> list[str]:
+        lines = [
+            f"    const int64_t lo_{d} = a.lo{self.index}[{i}], hi_{d} = a.hi{self.index}[{i}]; "
+            f"(void)lo_{d}; (void)hi_{d};"
+            for i, d in enumerate(self.dims)
+        ]
+        written = {t.name for t in self.stencil.outputs}
+        # The fields the stencil touches (its reads include those through locals).
+        used = written | {e.name for e in self.stencil.extents}
+        used |= {r.name for r in self.stencil.guarded}
+        for param in self.program.params:
+            name = param.name
+            if isinstance(param.type, FieldType) and name not in used:
+                continue
+            if isinstance(param.type, ScalarType):
+                ctype = C_TYPES[param.type.dtype]
+                lines.append(f"    const {ctype} sc_{name} = a.sc_{name}; (void)sc_{name};")
+                continue
+            const = "" if name in written else "const "
+            ctype = C_TYPES[param.type.dtype]
+            lines.append(
+                f"    {const}{ctype}* __restrict__ p_{name} = ({const}{ctype}*)a.p_{name}; "
+                f"(void)p_{name};"
+            )
+            for axis in range(len(param.type.dims)):
+                stride = f"s_{name}_{axis}"
+                lines.append(f"    const int64_t {stride} = a.s_{name}[{axis}]; (void){stride};")
+        return lines
+
+    def _thread_loops(self) -> tuple[list[str], str]:
+        """The thread's point along the parallel dimensions: x by index (threads past the
+        domain return), y and z in grid-stride loops. Returns the lines and the indentation
+        of the body."""
+        x, y, z = self.threads
+        lines = []
+        indent = "    "
+        for d in x:
+            lines += [
+                f"{indent}const int64_t x_{d} = lo_{d} + (int64_t)blockIdx.x * blockDim.x "
+                "+ threadIdx.x;",
+                f"{indent}if (x_{d} >= hi_{d}) return;",
+            ]
+        for d in y:
+            lines.append(
+                f"{indent}for (int64_t x_{d} = lo_{d} + (int64_t)blockIdx.y * blockDim.y + "
+                f"threadIdx.y; x_{d} < hi_{d}; x_{d} += (int64_t)gridDim.y * blockDim.y) {{"
+            )
+            indent += "    "
+        if z:
+            count = " * ".join(f"(hi_{d} - lo_{d})" for d in z)
+            lines.append(
+                f"{indent}for (int64_t z = (int64_t)blockIdx.z * blockDim.z + threadIdx.z; "
+                f"z < {count}; z += (int64_t)gridDim.z * blockDim.z) {{"
+            )
+            indent += "    "
+            lines.append(f"{indent}int64_t rest = z; (void)rest;")
+            for d in reversed(z[1:]):
+                lines.append(f"{indent}const int64_t x_{d} = lo_{d} + rest % (hi_{d} - lo_{d});")
+                lines.append(f"{indent}rest /= hi_{d} - lo_{d};")
+            lines.append(f"{indent}const int64_t x_{z[0]} = lo_{z[0]} + rest;")
+        return lines, indent
+
+    def _emitter(self, indent: str, scans: _RegisterCarries | None = None) -> ExpressionEmitter:
+        return ExpressionEmitter(self.read, indent, scans=scans, index=lambda d: f"x_{d}")
+
+    def _point_body(self, indent: str) -> list[str]:
+        body = self._emitter(indent)
+        stores = self.store_outputs(body)
+        return [*body.lines, *(indent + store for store in stores)]
+
+    def _column_body(self, dim: str, indent: str) -> list[str]:
+        inner = indent + "    "
+        body = self._emitter(inner)
+        stores = self.store_outputs(body)
+        return [
+            f"{indent}for (int64_t x_{dim} = lo_{dim}; x_{dim} < hi_{dim}; ++x_{dim}) {{",
+            *body.lines,
+            *(inner + store for store in stores),
+            f"{indent}}}",
+        ]
+
+    def _scan_body(
+        self, plan: SweepPlan, indent: str
+    ) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+        """Each pass along the axis in its direction, carries in registers; the values of
+        passes that later ones read go to the kept buffers. Returns the lines and the kept
+        buffers (struct member, dtype name)."""
+        axis = plan.axis
+        keys = [key for _, phase in plan.phases for key in phase]
+        numbers = {key: n for n, key in enumerate(keys)}
+        last = len(plan.phases) - 1
+        lines: list[str] = []
+        kept: list[tuple[str, str]] = []
+        for key, n in numbers.items():
+            if plan.phase_of(key) == last:
+                continue
+            for i, param in enumerate(key[0].carry):
+                member = f"k{self.index}_{n}_{i}"
+                kept.append((member, param.type.dtype.name))
+                ctype = C_TYPES[param.type.dtype]
+                lines.append(f"{indent}{ctype}* __restrict__ k{n}_{i} = ({ctype}*)a.{member};")
+        if kept:
+            # The thread's slot in a level of the kept buffers: its point, flattened.
+            slot = "0"
+            count = "1"
+            for d in self.parallel:
+                slot = f"({slot}) * (hi_{d} - lo_{d}) + (x_{d} - lo_{d})"
+                count = f"{count} * (hi_{d} - lo_{d})"
+            lines.append(f"{indent}const int64_t slot = {slot};")
+            lines.append(f"{indent}const int64_t threads = {count};")
+        kept_index = f"(x_{axis} - lo_{axis}) * threads + slot"
+        for phase, (forward, phase_keys) in enumerate(plan.phases):
+            inner = indent + "        "
+            storage = _RegisterCarries(plan, phase, numbers, kept_index)
+            body = self._emitter(inner, storage)
+            for key in phase_keys:
+                body.sweep(Scan(key[0], key[1]))
+            stores = self.store_outputs(body) if phase == last else []
+            for sweep in body.sweeps:
+                n = numbers[sweep.key]
+                for i, value in enumerate(sweep.new_carry):
+                    stores.append(f"c{n}_{i} = {value};")
+                    if phase < last:
+                        stores.append(f"k{n}_{i}[{kept_index}] = {value};")
+            lines.append(f"{indent}{{")
+            for key in phase_keys:
+                for i, param in enumerate(key[0].carry):
+                    init = literal(key[0].init[i], param.type.dtype)
+                    ctype = C_TYPES[param.type.dtype]
+                    lines.append(f"{indent}    {ctype} c{numbers[key]}_{i} = {init};")
+            if forward:
+                header = f"for (int64_t x_{axis} = lo_{axis}; x_{axis} < hi_{axis}; ++x_{axis})"
+            else:
+                header = (
+                    f"for (int64_t x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; --x_{axis})"
+                )
+            lines.append(f"{indent}    {header} {{")
+            lines += body.lines
+            lines += [inner + store for store in stores]
+            lines += [f"{indent}    }}", f"{indent}}}"]
+        return lines, tuple(kept)
+
+
+def generate_kernel(
+    program: ProgramIR,
+    stencil: Stencil,
+    index: int,
+    *,
+    unit_stride: Mapping[str, bool],
+    parallelization: str,
+    block: tuple[int, int, int],
+) -> KernelCode:
+    """The kernel ``sf_kernel_<index>`` computing ``stencil`` over the domain in
+    ``a.lo<index>``/``a.hi<index>``, and its launch plan.
+
+    Raises:
+        NotImplementedError: the stencil's outputs have different dimensions.
+    """
+    return _KernelGenerator(
+        program,
+        stencil,
+        index,
+        unit_stride=unit_stride,
+        parallelization=parallelization,
+        block=block,
+    ).generate()
+

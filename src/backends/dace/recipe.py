@@ -1,0 +1,96 @@
+"""The DaCe transformations the SDFG translation applies to a CPU SDFG after building it.
+
+The translation builds each stencil as a dataflow graph in one state per variant: one map per
+temporary writing a transient over the domain plus the temporary's reach, read by the maps
+after it, then the outputs' map. ``SDFGRecipe`` says what DaCe then does with that graph:
+
+- ``Fusion.OTF``: DaCe's ``OTFMapFusion`` ("on the fly" map fusion), applied until nothing
+  matches: each producer map is replicated into its consumer, once per read, so a stencil
+  becomes one map whose body recomputes its temporaries row by row. The whole-domain
+  transients disappear; what remains are rows (one per replicated producer) in the scope of
+  the fused map, placed by ``row_storage``.
+- ``Fusion.NONE``: the graph as built (one map per temporary, whole-domain transients in the
+  memory the loader provides).
+
+The recipe is part of the translation's fingerprint and its name is recorded in the lowered
+source's metadata (``SDFGInterface.recipe``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+__all__ = ["Fusion", "RowStorage", "SDFGRecipe", "apply_recipe"]
+
+
+class Fusion(enum.Enum):
+    """How a stencil's maps are fused."""
+
+    #: one map per temporary, whole-domain transients
+    NONE = "none"
+    #: ``OTFMapFusion``: producers recomputed inside their consumers
+    OTF = "otf"
+
+
+class RowStorage(enum.Enum):
+    """Where the rows that fusion leaves in a fused map's scope live."""
+
+    #: on the stack (DaCe's ``StorageType.Register(force=True)``: a variable-length array
+    #: per iteration of the map, as long as the row)
+    STACK = "stack"
+    #: DaCe's default for a transient with a symbolic size in a map's scope: allocated and
+    #: freed on the heap at every iteration
+    HEAP = "heap"
+
+
+@attrs.frozen
+class SDFGRecipe:
+    """The transformations applied to a CPU SDFG (see the module's docstring).
+
+    Attributes:
+        fusion: how a stencil's maps are fused.
+        row_storage: where the rows left in a fused map's scope live.
+    """
+
+    fusion: Fusion = Fusion.OTF
+    row_storage: RowStorage = RowStorage.STACK
+
+    @property
+    def name(self) -> str:
+        """A short, readable name: ``otf+stack``, ``none``."""
+        fusion: str = self.fusion.value
+        if self.fusion == Fusion.NONE:
+            return fusion
+        return f"{fusion}+{self.row_storage.value}"
+
+
+def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
+    """Apply ``recipe`` to ``sdfg`` in place; return how many transformations were applied.
+
+    Transients that no access node uses any more (the whole-domain ones after fusion) are
+    removed, so that neither the SDFG nor the external memory the loader provides keeps them.
+    """
+    if recipe.fusion == Fusion.NONE:
+        return 0
+    from dace.transformation.dataflow import OTFMapFusion  # noqa: PLC0415  (optional package)
+
+    before = set(sdfg.arrays)
+    applied = int(sdfg.apply_transformations_repeated(OTFMapFusion, validate=False))
+    used = {
+        node.data
+        for node, _ in sdfg.all_nodes_recursive()
+        if isinstance(node, dace.nodes.AccessNode)
+    }
+    for name, data in list(sdfg.arrays.items()):
+        if data.transient and name not in used:
+            sdfg.remove_data(name, validate=False)
+    if recipe.row_storage == RowStorage.STACK:
+        stack = dace.StorageType.Register(force=True)
+        for name in set(sdfg.arrays) - before:
+            data = sdfg.arrays[name]
+            if data.transient and data.lifetime == dace.AllocationLifetime.Scope:
+                data.storage = stack
+    return applied

@@ -1,0 +1,301 @@
+"""c_cpu's choice between temporaries and recomputation (and the tile shape), per machine.
+
+The automatic translation measures the candidates of a stencil with temporaries once per
+machine and records the choice (ADR 0009); explicit options win; the generated C names the
+variant and how it was chosen. Both ways of computing locals agree with NumPy on the corpus.
+Timings are never asserted: only that a measurement happened or did not.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+for path in (str(_HERE), str(_HERE.parent / "dsl")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import corpus  # noqa: E402
+from c_programs import stencils  # noqa: E402
+from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
+
+import allocators  # noqa: E402
+from backends import CompiledBackend  # noqa: E402
+from backends.c import CCompilation, CTranslation, c_cpu_pipeline, machine  # noqa: E402
+from backends.loops import StencilLayout  # noqa: E402
+
+#: The note the translation writes above each tiled stencil function.
+NOTE = re.compile(r"^/\* sf_stencil_\d+ \((\w+)\): (.*) \*/$", re.MULTILINE)
+
+
+def private_backend(
+    cache: Path, compiler: CompilerWrapper, translation: CTranslation | None = None
+) -> CompiledBackend:
+    compilation = CCompilation(str(cache / "c"), compiler=str(compiler.path))
+    pipeline = c_cpu_pipeline(cache, compilation=compilation, translation=translation)
+    return CompiledBackend("c_cpu_variants", allocators.NumPyBufferAllocator(), pipeline)
+
+
+def notes(text: str) -> dict[str, str]:
+    """Each stencil's field operator -> what the generated C says about its variant."""
+    return dict(NOTE.findall(text))
+
+
+def measurements(compiler: CompilerWrapper) -> int:
+    """How many measuring executables were linked."""
+    return len(compiler.lines("measure"))
+
+
+def hdiff_arguments() -> tuple[np.ndarray, float, np.ndarray]:
+    inp = np.random.default_rng(3).uniform(-1.0, 1.0, (14, 13, 5))
+    return inp, 0.025, np.zeros_like(inp)
+
+
+_LOWER_IN_A_NEW_PROCESS = textwrap.dedent(
+    """
+    import numpy as np
+    import backends
+    from c_programs import stencils
+    inp = np.zeros((14, 13, 5))
+    source = stencils.hdiff_program.with_backend(backends.c_cpu).lower(inp, 0.025, inp.copy())
+    print(source.as_text())
+    """
+)
+
+
+def lower_in_a_new_process(cache: Path, compiler: CompilerWrapper) -> str:
+    """hdiff lowered by ``backends.c_cpu`` in a new process over ``cache``: its C text."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LOWER_IN_A_NEW_PROCESS],
+        env=worker_environment(cache, compiler),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@attrs.frozen
+class Measured:
+    """A cache in which a first process measured hdiff's variants, with the compiler it
+    used (its path is part of the choice record's key) and that process's C text."""
+
+    cache: Path
+    compiler: CompilerWrapper
+    text: str
+
+    def copy(self, tmp_path: Path) -> Path:
+        cache = tmp_path / "cache"
+        shutil.copytree(self.cache, cache)
+        return cache
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Measured:
+    root = tmp_path_factory.mktemp("measured")
+    compiler = CompilerWrapper(root / "cc")
+    text = lower_in_a_new_process(root / "cache", compiler)
+    assert measurements(compiler) == 1
+    return Measured(root / "cache", compiler, text)
+
+
+# --------------------------------------------------------------------------- visible choice
+
+
+def test_the_generated_code_names_the_measured_variant_and_every_candidates_time(measured):
+    note = notes(measured.text)["hdiff"]
+
+    assert "(measured: on " in note
+    assert re.match(r"(temporaries|recompute), tiles \d+x\d+ \(measured", note)
+    for candidate in ("temporaries, tiles 8x32", "temporaries, tiles 16x64",
+                      "recompute, tiles 8x32", "recompute, tiles 16x64"):
+        assert re.search(rf"{candidate} [\d.]+ ms \([\d.]+ ms wall\)", note), candidate
+
+
+def test_a_stencil_without_shifted_locals_is_not_measured(tmp_path):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path / "cache", compiler)
+    inp = np.zeros((10, 9, 4))
+
+    text = stencils.lap.with_backend(backend).lower(inp, inp.copy()).as_text()
+
+    assert notes(text)["laplacian"] == (
+        "temporaries, tiles 8x32 (default: no local is read at a shift: one candidate)"
+    )
+    assert compiler.lines("compile") == []
+
+
+# --------------------------------------------------------------------------- recorded, reused
+
+
+def test_a_new_process_reads_the_choice_record_instead_of_measuring(measured, tmp_path):
+    cache = measured.copy(tmp_path)
+    # Without the translation's own cache entry, only the choice record can answer.
+    shutil.rmtree(cache / "translations")
+    before = measurements(measured.compiler)
+
+    text = lower_in_a_new_process(cache, measured.compiler)
+
+    assert measurements(measured.compiler) == before
+    assert notes(text) == notes(measured.text)
+
+
+def test_a_damaged_choice_record_is_not_trusted_and_is_measured_again(measured, tmp_path):
+    cache = measured.copy(tmp_path)
+    shutil.rmtree(cache / "translations")
+    with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
+        rows = connection.execute("SELECT key, value FROM Cache").fetchall()
+        assert len(rows) == 1
+        key, value = rows[0]
+        damaged = bytes(value[:-8]) + bytes(b ^ 0x5A for b in value[-8:])
+        connection.execute("UPDATE Cache SET value = ? WHERE key = ?", (damaged, key))
+    before = measurements(measured.compiler)
+
+    text = lower_in_a_new_process(cache, measured.compiler)
+
+    assert measurements(measured.compiler) == before + 1
+    assert "(measured: on " in notes(text)["hdiff"]
+
+
+def test_a_choice_measured_on_another_machine_is_not_served(measured, tmp_path, monkeypatch):
+    cache = measured.copy(tmp_path)
+    # The worker ran with one thread: this machine is that one, by the identity's inputs.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    compiler = measured.compiler
+    before = measurements(compiler)
+    here = stencils.hdiff_program.with_backend(private_backend(cache, compiler))
+    text = here.lower(*hdiff_arguments()).as_text()
+    assert measurements(compiler) == before
+    assert notes(text) == notes(measured.text)
+
+    monkeypatch.setattr(machine, "_identity", lambda cores: ("another machine", "f" * 24))
+    elsewhere = stencils.hdiff_program.with_backend(private_backend(cache, compiler))
+    other = elsewhere.lower(*hdiff_arguments()).as_text()
+
+    assert measurements(compiler) == before + 1
+    assert other != text
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"temporaries": False, "tile_sizes": (16, 64)}, "recompute, tiles 16x64 (given)"),
+        ({"temporaries": True, "tile_sizes": (4, 16)}, "temporaries, tiles 4x16 (given)"),
+    ],
+)
+def test_explicit_options_win_and_nothing_is_measured(tmp_path, options, expected):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    translation = CTranslation(**options)
+    backend = private_backend(tmp_path / "cache", compiler, translation)
+
+    text = stencils.hdiff_program.with_backend(backend).lower(*hdiff_arguments()).as_text()
+
+    assert notes(text)["hdiff"] == expected
+    assert measurements(compiler) == 0
+
+
+def test_an_option_left_open_is_measured_among_the_candidates_the_other_allows(tmp_path):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path / "cache", compiler)
+    pipeline = backend.pipeline.evolve_step("translation", temporaries=False)
+    program = stencils.hdiff_program.with_backend(attrs.evolve(backend, pipeline=pipeline))
+
+    note = notes(program.lower(*hdiff_arguments()).as_text())["hdiff"]
+
+    assert note.startswith("recompute, tiles ")
+    assert "temporaries, tiles" not in note
+    assert measurements(compiler) == 1
+
+
+def test_an_explicit_choice_builds_apart_from_the_same_automatic_choice(measured, tmp_path):
+    cache = measured.copy(tmp_path)
+    compiler = measured.compiler
+    automatic = stencils.hdiff_program.with_backend(private_backend(cache, compiler))
+    chosen = automatic.lower(*hdiff_arguments())
+    found = re.match(r"(\w+), tiles (\d+)x(\d+)", notes(chosen.as_text())["hdiff"])
+    assert found is not None
+    translation = CTranslation(
+        temporaries=found.group(1) == "temporaries",
+        tile_sizes=(int(found.group(2)), int(found.group(3))),
+    )
+    explicit = stencils.hdiff_program.with_backend(private_backend(cache, compiler, translation))
+
+    given = explicit.lower(*hdiff_arguments())
+
+    assert given.source.entry_point != chosen.source.entry_point
+    assert given.source.text != chosen.source.text
+
+
+def test_a_translation_without_tuning_takes_the_default_variant_unmeasured(tmp_path):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path / "cache", compiler, CTranslation())
+
+    text = stencils.hdiff_program.with_backend(backend).lower(*hdiff_arguments()).as_text()
+
+    assert notes(text)["hdiff"] == (
+        "temporaries, tiles 8x32 (default: not measured: the translation has no tuning)"
+    )
+    assert measurements(compiler) == 0
+
+
+# --------------------------------------------------------------------------- both candidates
+
+
+def _has_temporaries(case: corpus.Case) -> bool:
+    ir = case.program.lower(**case.build()).ir
+    program_ir = getattr(ir, "ir", ir)
+    return any(
+        StencilLayout.of(program_ir, stencil, temporaries=True).temporaries
+        for stencil in program_ir.stencils
+    )
+
+
+@pytest.fixture(scope="module")
+def candidate_backends(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CompiledBackend]:
+    root = tmp_path_factory.mktemp("candidates")
+    compiler = CompilerWrapper(root / "cc")
+    return {
+        f"{'temporaries' if way else 'recompute'}-{'x'.join(map(str, tiles))}": private_backend(
+            root / "cache", compiler, CTranslation(temporaries=way, tile_sizes=tiles)
+        )
+        for way in (True, False)
+        for tiles in ((8, 32), (2, 3))
+    }
+
+
+TEMPORARY_CASES = [case for case in corpus.CASES if _has_temporaries(case)]
+
+
+def test_the_corpus_has_programs_with_temporaries():
+    assert {case.name for case in TEMPORARY_CASES} >= {"hdiff"}
+
+
+@pytest.mark.parametrize("variant", ["temporaries-8x32", "temporaries-2x3", "recompute-8x32",
+                                     "recompute-2x3"])
+@pytest.mark.parametrize("case", TEMPORARY_CASES, ids=lambda case: case.name)
+def test_each_candidate_matches_the_numpy_reference(case, variant, candidate_backends):
+    host = case.build()
+    expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
+    case.reference(**expected)
+
+    case.program.with_backend(candidate_backends[variant])(**host)
+
+    for name in case.outputs:
+        rtol, atol = case.tolerance(expected[name].dtype)
+        np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
+                                   err_msg=f"{case.name} on {variant}: {name}")
