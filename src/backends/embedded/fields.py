@@ -9,13 +9,14 @@ namespaces without in-place update (JAX) can replace the array after a write.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from allocators import namespace_attribute
+from allocators import namespace_attribute, namespace_name
 from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.regions import Region
 from pipeline.dsl.types import Offset
@@ -202,10 +203,10 @@ class EmbeddedField:
         return self._binary(o, operator.truediv, True)
 
     def __floordiv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.floordiv)
+        return self._binary(o, functools.partial(_floor_divide, self.ns))
 
     def __rfloordiv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.floordiv, True)
+        return self._binary(o, functools.partial(_floor_divide, self.ns), True)
 
     def __mod__(self, o: Any) -> EmbeddedField:
         return self._binary(o, operator.mod)
@@ -396,6 +397,15 @@ _ARRAY_API_NAMES = {
     "power": "pow",
 }
 _PREDICATES = frozenset({"isfinite", "isinf", "isnan"})
+
+
+def _floor_divide(ns: Any, a: Any, b: Any) -> Any:
+    """``a // b``, with NumPy's integer division by zero (0) also where the namespace leaves
+    it undefined (JAX gives -1 or -2)."""
+    result = a // b
+    if not namespace_name(ns).startswith("jax") or _kind(result) != "i":
+        return result
+    return ns.where(b == 0, ns.zeros_like(result), result)
 
 
 def _fmod(ns: Any, a: Any, b: Any) -> Any:
