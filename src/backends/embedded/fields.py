@@ -10,6 +10,7 @@ namespaces without in-place update (JAX) can replace the array after a write.
 from __future__ import annotations
 
 import functools
+import importlib
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -418,11 +419,18 @@ def _fmod(ns: Any, a: Any, b: Any) -> Any:
     return ns.where(moved, remainder - b, remainder)
 
 
-def _gamma(ns: Any, a: Any) -> Any:
-    """``tgamma`` elementwise: no array namespace has it, so it runs on the host."""
+def _host_gamma(a: Any) -> Any:
     host = np.asarray(a)
-    values = np.vectorize(scalar_gamma, otypes=[host.dtype])(host)
-    return ns.asarray(values, dtype=a.dtype)
+    return np.vectorize(scalar_gamma, otypes=[host.dtype])(host)
+
+
+def _gamma(ns: Any, a: Any) -> Any:
+    """``tgamma`` elementwise: no array namespace has it, so it runs on the host (on JAX as a
+    callback, so that it also runs where ``jax.jit`` traces the definition)."""
+    if namespace_name(ns).startswith("jax"):
+        jax = importlib.import_module("jax")  # imported: its namespace was passed in
+        return jax.pure_callback(_host_gamma, jax.ShapeDtypeStruct(a.shape, a.dtype), a)
+    return ns.asarray(_host_gamma(a), dtype=a.dtype)
 
 
 def _is_scalar(value: Any) -> bool:
