@@ -2,11 +2,11 @@
 
 ``embedded_numpy`` (the default backend) is always here. ``c_cpu`` (needs a C compiler),
 ``dace_cpu``, ``dace_gpu``, ``embedded_cupy``, ``embedded_jax`` and ``jax_jit`` (``jax.jit`` of
-the embedded definition) are created on first attribute access and raise ``AttributeError`` naming what is missing (a compiler, an optional
-package). Backends of your own join with ``register(backend)``, or from an installed package
-through the entry-point group ``stencilforge.backends`` (``name = "module:attribute"``),
-loaded when first asked for; both then resolve as ``backends.<name>`` and appear in
-``available_backends()``.
+the embedded definition) are created on first attribute access and raise ``AttributeError``
+naming what is missing (a compiler, an optional package). Backends of your own join with
+``register(backend)``, or from an installed package through the entry-point group
+``stencilforge.backends`` (``name = "module:attribute"``), loaded when first asked for; both
+then resolve as ``backends.<name>`` and appear in ``available_backends()``.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ class JaxJitExecutable:
 
     def as_text(self, *args: Any) -> str:
         """The StableHLO that JAX lowers this program to for ``args`` (checked arguments)."""
-        jitted = self.program.static if self._scalars_static else self.program.traced
+        jitted: Any = self.program.static if self._scalars_static else self.program.traced
         return str(jitted.lower(*self._prepared(args)).as_text())
 
     def _prepared(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
