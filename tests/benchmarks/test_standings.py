@@ -21,12 +21,12 @@ ROWS = [
     _row("c_cpu", BACKEND, 3e-6),
     _row("jax_jit", BACKEND, 50e-6),
     _row("numba", PEER, 6e-6),
-    _row("jax", PEER, 45e-6),
+    _row("xla_peer", PEER, 45e-6),
     _row("numpy", REFERENCE, 0.2, size="large"),
     _row("c_cpu", BACKEND, 0.05, size="large"),
     _row("dace_cpu", BACKEND, None, size="large", status=FAILED),
     _row("numba", PEER, 0.03, size="large"),
-    _row("jax", PEER, None, size="large", status=SKIPPED),
+    _row("xla_peer", PEER, None, size="large", status=SKIPPED),
 ]
 
 
@@ -41,7 +41,7 @@ def test_a_standing_names_the_fastest_our_best_and_the_best_peer():
 
 def test_failed_and_skipped_rows_take_no_part():
     rows = [_row("c_cpu", BACKEND, 1e-6, status=FAILED), _row("jax_jit", BACKEND, 5e-6),
-            _row("jax", PEER, None, status=SKIPPED)]
+            _row("xla_peer", PEER, None, status=SKIPPED)]
     (standing,) = standings(rows)
     assert (standing.fastest, standing.best_ours, standing.best_peer) == ("jax_jit", "jax_jit",
                                                                           None)
@@ -61,7 +61,7 @@ def test_the_rows_table_marks_the_fastest_and_our_ratio_on_our_best_row():
     assert by_backend["small", "c_cpu"].endswith("* ours 2x vs numba")
     assert by_backend["large", "numba"].endswith("*")
     assert by_backend["large", "c_cpu"].endswith("ours 0.6x vs numba")
-    for key in (("small", "jax_jit"), ("small", "jax"), ("large", "dace_cpu")):
+    for key in (("small", "jax_jit"), ("small", "xla_peer"), ("large", "dace_cpu")):
         assert "*" not in by_backend[key] and "ours" not in by_backend[key], key
 
 
