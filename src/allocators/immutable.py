@@ -30,7 +30,7 @@ def _is_immutable_array_type(kind: type, value: object) -> bool:
         jax is not None
         and isinstance(value, jax.Array)
         # A tracer (inside jax.jit) stands for arrays of many values and placements.
-        and not isinstance(value, jax.core.Tracer)
+        and not isinstance(value, getattr(jax.core, "Tracer", ()))
     )
     (_immutable_types if immutable else _mutable_types).add(kind)
     return immutable
