@@ -15,6 +15,7 @@ OPTIONAL_NAMES = {
     "embedded_cupy": "requires_cupy",
     "jax": "requires_jax",
     "embedded_jax": "requires_jax",
+    "jax_jit": "requires_jax",
     "dace": "requires_dace",
     "dace_cpu": "requires_dace",
     "dace_gpu": "requires_gpu",

@@ -10,7 +10,12 @@ from __future__ import annotations
 from .buffers import CuPyBufferAllocator, FieldBufferAllocator, NumPyBufferAllocator
 from .construction import DEFAULT_ALLOCATOR, DeviceLike, empty, full, ones, zeros
 from .devices import Device, DeviceType, as_device_type, device_of
-from .errors import DeviceMismatchError, MissingOptionalDependencyError, NotAnAllocatorError
+from .errors import (
+    DeviceMismatchError,
+    DtypeUnavailableError,
+    MissingOptionalDependencyError,
+    NotAnAllocatorError,
+)
 from .factories import (
     FIELD_ALLOCATOR_ATTRIBUTE,
     MAX_FACTORY_DEPTH,
@@ -22,8 +27,10 @@ from .factories import (
 )
 from .layouts import DEFAULT_BYTE_ALIGNMENT, BufferLayout, c_layout, plan_buffer
 from .namespaces import (
+    JAX_ENABLE_X64_ADVICE,
     NAMESPACE_ATTRIBUTE_ALIASES,
     REQUIRED_NAMESPACE_ATTRIBUTES,
+    disabled_dtype_reason,
     is_array_namespace,
     namespace_attribute,
     namespace_device_type,
@@ -35,6 +42,7 @@ __all__ = [
     "DEFAULT_ALLOCATOR",
     "DEFAULT_BYTE_ALIGNMENT",
     "FIELD_ALLOCATOR_ATTRIBUTE",
+    "JAX_ENABLE_X64_ADVICE",
     "MAX_FACTORY_DEPTH",
     "NAMESPACE_ATTRIBUTE_ALIASES",
     "REQUIRED_NAMESPACE_ATTRIBUTES",
@@ -44,6 +52,7 @@ __all__ = [
     "DeviceLike",
     "DeviceMismatchError",
     "DeviceType",
+    "DtypeUnavailableError",
     "FieldBufferAllocator",
     "MissingOptionalDependencyError",
     "NotAnAllocatorError",
@@ -51,6 +60,7 @@ __all__ = [
     "as_device_type",
     "c_layout",
     "device_of",
+    "disabled_dtype_reason",
     "empty",
     "full",
     "is_array_namespace",

@@ -20,10 +20,15 @@ import attrs
 from ._naming import describe
 from .buffers import FieldBufferAllocator, NumPyBufferAllocator, to_numpy_dtype
 from .devices import Device, DeviceType
-from .errors import DeviceMismatchError
+from .errors import DeviceMismatchError, DtypeUnavailableError
 from .factories import is_field_allocator, resolve_allocator
 from .layouts import c_layout, normalize_shape, validate_aligned_index, validate_layout
-from .namespaces import namespace_attribute, namespace_device_type, namespace_name
+from .namespaces import (
+    disabled_dtype_reason,
+    namespace_attribute,
+    namespace_device_type,
+    namespace_name,
+)
 
 __all__ = ["DEFAULT_ALLOCATOR", "DeviceLike", "empty", "full", "ones", "zeros"]
 
@@ -95,6 +100,9 @@ def empty(
         ValueError: If ``shape``, ``layout`` or ``aligned_index`` is invalid, or if ``layout`` /
             ``aligned_index`` is non-trivial for an array namespace, which cannot honour them.
         TypeError: If ``dtype`` is not a dtype (of NumPy or of the namespace).
+        DtypeUnavailableError: (a ``TypeError``) If the namespace would silently allocate a
+            narrower dtype: ``jax.numpy`` with 64-bit types disabled (JAX's default) and a
+            64-bit dtype; the message says how to enable them.
     """
     return _construct(
         _FieldRequest(_Fill.EMPTY, None, shape, dtype, device, aligned_index, layout), allocator
@@ -215,18 +223,26 @@ def _construct_namespace(request: _FieldRequest, namespace: Any) -> Any:
         )
     function = namespace_attribute(namespace, request.fill.value)
     fill_args = (request.fill_value,) if request.fill is _Fill.FULL else ()
-    kwargs: dict[str, Any] = {"dtype": _namespace_dtype(namespace, request.dtype)}
+    dtype, dtype_name = _namespace_dtype(namespace, request.dtype)
+    reason = disabled_dtype_reason(namespace, dtype_name)
+    if reason is not None:
+        raise DtypeUnavailableError(
+            f"allocators.{request.fill.value}({tuple(extents)}, {dtype_name}) with {name}: "
+            f"{reason}; or ask for a 32-bit dtype"
+        )
+    kwargs: dict[str, Any] = {"dtype": dtype}
     with _namespace_device(namespace, function, request.device, kwargs):
         return function(extents, *fill_args, **kwargs)
 
 
-def _namespace_dtype(namespace: Any, dtype: Any) -> Any:
+def _namespace_dtype(namespace: Any, dtype: Any) -> tuple[Any, str]:
+    """The namespace's dtype for ``dtype`` (its own or a NumPy one), and its name."""
     for dtype_name in _NAMESPACE_DTYPE_NAMES:
         if getattr(namespace, dtype_name, None) is dtype:
-            return dtype
+            return dtype, dtype_name
     dtype_name = to_numpy_dtype(dtype).name
     try:
-        return namespace_attribute(namespace, dtype_name)
+        return namespace_attribute(namespace, dtype_name), dtype_name
     except AttributeError as error:
         raise TypeError(
             f"dtype {dtype!r} ({dtype_name}) is not available in the array namespace "

@@ -6,7 +6,12 @@ Each subclasses the closest built-in exception, so ``except ValueError`` / ``exc
 
 from __future__ import annotations
 
-__all__ = ["DeviceMismatchError", "MissingOptionalDependencyError", "NotAnAllocatorError"]
+__all__ = [
+    "DeviceMismatchError",
+    "DtypeUnavailableError",
+    "MissingOptionalDependencyError",
+    "NotAnAllocatorError",
+]
 
 
 class DeviceMismatchError(ValueError):
@@ -20,3 +25,8 @@ class NotAnAllocatorError(TypeError):
 
 class MissingOptionalDependencyError(ImportError):
     """An optional package (e.g. CuPy) needed for the requested allocator is not installed."""
+
+
+class DtypeUnavailableError(TypeError):
+    """A requested dtype cannot be allocated by the array namespace as it is configured (JAX
+    with 64-bit types disabled), which would otherwise silently allocate a narrower one."""

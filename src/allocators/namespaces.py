@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import types
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -17,8 +18,10 @@ from ._naming import describe
 from .devices import DeviceType, device_of
 
 __all__ = [
+    "JAX_ENABLE_X64_ADVICE",
     "NAMESPACE_ATTRIBUTE_ALIASES",
     "REQUIRED_NAMESPACE_ATTRIBUTES",
+    "disabled_dtype_reason",
     "is_array_namespace",
     "missing_namespace_attributes",
     "namespace_attribute",
@@ -240,3 +243,43 @@ def _probed_device_type(namespace: object) -> DeviceType:
             exc_info=True,
         )
         return DeviceType.CPU
+
+
+#: dtypes that JAX narrows (float64 -> float32, ...) while its 64-bit types are disabled.
+_JAX_64_BIT_DTYPES = frozenset({"float64", "int64", "uint64", "complex128"})
+
+#: How to turn JAX's 64-bit types on, for the messages that need it.
+JAX_ENABLE_X64_ADVICE = (
+    "enable JAX's 64-bit types once, at the start of the program and before any JAX array "
+    'is made: jax.config.update("jax_enable_x64", True), or JAX_ENABLE_X64=1 in the '
+    "environment"
+)
+
+
+def disabled_dtype_reason(namespace: object, dtype_name: str) -> str | None:
+    """Why ``namespace`` would not hold ``dtype_name`` as asked, or ``None`` when it would.
+
+    JAX with ``jax_enable_x64`` off (its default) replaces a 64-bit dtype by its 32-bit
+    counterpart with only a warning: ``jnp.zeros(3, jnp.float64).dtype`` is float32. Every
+    other namespace holds every dtype it names.
+
+    Args:
+        namespace: an array namespace.
+        dtype_name: a NumPy dtype name (``"float64"``).
+
+    Returns:
+        A sentence that names the dtype and says how to enable it, or ``None``. Never raises.
+    """
+    if dtype_name not in _JAX_64_BIT_DTYPES:
+        return None
+    name = namespace_name(namespace).removeprefix(_COMPAT_PREFIX)
+    if name.partition(".")[0] != "jax":
+        return None
+    jax = sys.modules.get("jax")  # imported: a jax namespace was passed in
+    if jax is None or bool(jax.config.read("jax_enable_x64")):
+        return None
+    return (
+        f"{dtype_name} is not available in {name} because JAX's 64-bit types are disabled "
+        f"(jax_enable_x64 is off), so JAX would silently use a 32-bit dtype instead; "
+        f"{JAX_ENABLE_X64_ADVICE}"
+    )

@@ -1,9 +1,10 @@
 """Named backends and the classes they are made of.
 
 ``embedded_numpy`` (the default backend) is always here. ``c_cpu`` (needs a C compiler),
-``cuda_gpu`` (CuPy, nvcc and a GPU), ``dace_cpu``, ``dace_gpu``, ``embedded_cupy`` and
-``embedded_jax`` are created on first attribute access and raise ``AttributeError`` naming
-what is missing (a compiler, an optional package, a device). Backends of your own join with
+``cuda_gpu`` (CuPy, nvcc and a GPU), ``dace_cpu``, ``dace_gpu``, ``embedded_cupy``,
+``embedded_jax`` and ``jax_jit`` (``jax.jit`` of the embedded definition) are created on first
+attribute access and raise ``AttributeError`` naming what is missing (a compiler, an optional
+package, a device). Backends of your own join with
 ``register(backend)``, or from an installed package through the entry-point group
 ``stencilforge.backends`` (``name = "module:attribute"``), loaded when first asked for; both
 then resolve as ``backends.<name>`` and appear in ``available_backends()``.
@@ -47,6 +48,17 @@ def _embedded_cupy() -> Backend:
 
 def _embedded_jax() -> Backend:
     return EmbeddedBackend("embedded_jax", _require("jax.numpy", "jax"))
+
+
+def _jax_jit() -> Backend:
+    namespace = _require("jax.numpy", "jax")
+    from backends.base import no_compile_time_args  # noqa: PLC0415
+    from backends.jax import jax_jit_pipeline  # noqa: PLC0415  (imports JAX)
+
+    # Nothing to specialize here: jax.jit keeps one compilation per argument signature itself.
+    return CompiledBackend(
+        "jax_jit", namespace, jax_jit_pipeline(), compile_time_args=no_compile_time_args
+    )
 
 
 def _c_cpu() -> Backend:
@@ -142,6 +154,7 @@ _LAZY: dict[str, Callable[[], Backend]] = {
     "cuda_gpu": _cuda_gpu,
     "embedded_cupy": _embedded_cupy,
     "embedded_jax": _embedded_jax,
+    "jax_jit": _jax_jit,
     "dace_cpu": _dace_cpu,
     "dace_gpu": _dace_gpu,
 }

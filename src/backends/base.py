@@ -160,6 +160,8 @@ def _warn_once_if_rebuilt_per_process(backend: CompiledBackend) -> None:
     compilation = backend.pipeline.compilation
     if isinstance(compilation, CachedStep) and compilation.cache.strict:
         return
+    if getattr(unwrap_step(compilation), "process_local", False) is True:
+        return  # its artifacts live in one process by design (jax_jit: JAX's jit cache)
     if backend.name in _warned_uncached:
         return
     _warned_uncached.add(backend.name)

@@ -46,8 +46,10 @@ def parse_options(argv: list[str] | None = None) -> Options:
                         help="also show speedups against the results.json of an earlier run")
     parser.add_argument("--output", type=Path, default=Path("bench-results"), metavar="DIR",
                         help="directory for results.json/.csv/.png (default: bench-results/)")
-    parser.add_argument("--peers", action="store_true",
-                        help="also run Numba and JAX versions of the workloads when installed")
+    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the Numba and JAX versions of the workloads, those "
+                        "installed (default; `pip install -e '.[peers]'`); --no-peers: only "
+                        "NumPy and the backends")
     args = parser.parse_args(argv)
 
     unknown = [size for size in args.sizes if size not in SIZES]

@@ -1,9 +1,10 @@
 """The benchmark run: every selected backend and peer, on every workload and size.
 
 ``run(options)`` measures, in order: the machine's copy bandwidth (the limit), then for each
-workload and size the NumPy reference and each backend (verified, then timed), the peers when
-asked, and finally the pipeline figures of the compiled backends. It returns a ``Report``;
-``benchmarks.report`` turns that into the table and the files.
+workload and size the NumPy reference and each backend (verified, then timed), the peers
+(Numba, JAX; those installed, unless turned off), and finally the pipeline figures of the
+compiled backends. It returns a ``Report``; ``benchmarks.report`` turns that into the table
+and the files.
 
 Rows whose arrays exceed the last-level cache are bandwidth-bound: each of their samples is
 timed right after one run of the copy kernel, and their fractions of the copy bandwidth are
@@ -24,6 +25,7 @@ import attrs
 
 from benchmarks import peers
 from benchmarks.comparison import Comparison, compare
+from benchmarks.jax_setup import enable_jax_64_bit
 from benchmarks.machine import (
     CopyBandwidth,
     CopyKernel,
@@ -61,7 +63,7 @@ class Options:
         quick: a smoke run of a few seconds (tiny repeat counts, fewer pipeline probes).
         compare: rows of an earlier run to compare against, or ``None``.
         compare_path: where those rows came from (for the header).
-        peers: also run Numba and JAX versions, when importable.
+        peers: also run the Numba and JAX versions of the workloads, those importable.
         output: directory for the JSON, CSV and PNG.
     """
 
@@ -72,7 +74,7 @@ class Options:
     quick: bool = False
     compare: tuple[Row, ...] | None = None
     compare_path: str | None = None
-    peers: bool = False
+    peers: bool = True
     output: Path = Path("bench-results")
 
     def repeat_for(self, size: str) -> int:
@@ -143,6 +145,9 @@ def run(options: Options, show_progress: bool = True) -> Report:
     if options.peers:
         peer_factories, peer_notes = peers.available_peers()
         notes += peer_notes
+    jax_note = enable_jax_64_bit()
+    if jax_note is not None:
+        notes.append(jax_note)
     compiled = [name for name, backend in selected.items() if is_compiled(backend)]
     probed = workload_names[:1] if options.quick else workload_names
     per_point = 1 + len(selected) + len(peer_factories)

@@ -1,8 +1,9 @@
-"""Peers: the same workloads written the way a user would in Numba or JAX (``--peers``).
+"""Peers: the same workloads written the way a user would in Numba or JAX.
 
-Opt-in, because importing and JIT-compiling them costs seconds. A peer whose package is not
-importable is left out with a note; a peer without an implementation of a workload gives a
-``skipped`` row. Each is verified against NumPy before it is timed, like the backends.
+Run by default when their package is installed (``pip install -e '.[peers]'``; ``--no-peers``
+leaves them out). A peer whose package is not importable is left out with a note; a peer
+without an implementation of a workload gives a ``skipped`` row. Each is verified against
+NumPy before it is timed, like the backends.
 
 - ``numba``: explicit loops under ``numba.njit(parallel=True)`` (``prange`` over I), one
   kernel per workload in ``_numba_kernels``.

@@ -16,6 +16,7 @@ from typing import Any
 
 import pipeline
 from benchmarks.arrays import output_of, synchronize
+from benchmarks.jax_setup import enable_jax_64_bit
 from benchmarks.measure import backend_arguments, expected_output, verify
 from benchmarks.selection import resolve_backend
 from benchmarks.workloads import SIZES, WORKLOADS
@@ -31,6 +32,7 @@ def main(argv: list[str]) -> int:
     # Only the backend under test: creating the others would import their packages (DaCe
     # takes over a second) inside the measured time.
     backend: Any = resolve_backend(reference)
+    enable_jax_64_bit()  # a JAX backend needs it for the float64 workloads, as in the harness
     workload = WORKLOADS[workload_name]
     stages: list[dict[str, object]] = []
 

@@ -11,7 +11,8 @@ from typing import Any
 import attrs
 
 from benchmarks.harness import Report
-from benchmarks.results import FAILED, Row
+from benchmarks.results import FAILED, OK, PEER, Row
+from benchmarks.standings import Standing, standings
 
 __all__ = ["format_report", "seconds", "to_json", "write_csv", "write_json"]
 
@@ -52,18 +53,46 @@ def _grid(row: Row) -> str:
     return "x".join(map(str, row.shape))
 
 
+def _mark(row: Row, standing: Standing | None) -> str:
+    """``*`` on the fastest row of its workload and size; on our best backend's row, its
+    ratio to the best peer (``ours 1.3x vs jax``: the peer takes 1.3 times as long)."""
+    if standing is None or row.status != OK:
+        return ""
+    marks = ["*"] if row.backend == standing.fastest else []
+    ratio = standing.ratio_to_best_peer
+    if row.backend == standing.best_ours and ratio is not None:
+        marks.append(f"ours {ratio:.3g}x vs {standing.best_peer}")
+    return " ".join(marks)
+
+
 def _rows_table(rows: Sequence[Row]) -> list[str]:
+    by_point = {(s.workload, s.size): s for s in standings(rows)}
     lines = [
         [
             row.workload, row.size, _grid(row), row.backend,
             seconds(row.median), seconds(row.minimum), seconds(row.maximum),
             _ratio(row.ratio_to_numpy), _gigabytes(row.copy_bandwidth),
             _percent(row.copy_fraction), _percent(row.best_copy_fraction), row.status,
+            _mark(row, by_point.get((row.workload, row.size))),
         ]
         for row in rows
     ]
     header = ["workload", "size", "grid", "backend", "median", "min", "max",
-              "vs NumPy", "copy beside", "of copy BW", "best of copy BW", "status"]
+              "vs NumPy", "copy beside", "of copy BW", "best of copy BW", "status", "mark"]
+    return _table(header, lines)
+
+
+def _standings_table(rows: Sequence[Row]) -> list[str]:
+    lines = [
+        [
+            s.workload, s.size, s.fastest,
+            f"{s.best_ours} {seconds(s.best_ours_median)}" if s.best_ours else "-",
+            f"{s.best_peer} {seconds(s.best_peer_median)}" if s.best_peer else "-",
+            _ratio(s.ratio_to_best_peer),
+        ]
+        for s in standings(rows)
+    ]
+    header = ["workload", "size", "fastest", "our best", "best peer", "ours vs best peer"]
     return _table(header, lines)
 
 
@@ -110,9 +139,14 @@ def format_report(report: Report) -> str:
         "exceed the last-level cache are timed beside the copy kernel (one copy before each "
         "sample; copy beside = its median) and compared with it, the others with the limit "
         "above",
+        "mark: * = the fastest row of its workload and size; ours Nx vs P = our best "
+        "backend's ratio to the best peer P (P's median / ours: >1, ours is faster)",
         "",
         *_rows_table(report.rows),
     ]
+    if any(row.kind == PEER for row in report.rows):
+        out += ["", "Our best backend against the best peer (median; ours vs best peer > 1: "
+                "ours is faster):", *_standings_table(report.rows)]
     failed = [row for row in report.rows if row.status == FAILED]
     if failed:
         out += ["", "FAILED rows (not timed):"]
@@ -140,11 +174,13 @@ def format_report(report: Report) -> str:
 
 
 def to_json(report: Report) -> dict[str, Any]:
-    """The JSON document: header, rows, pipeline figures, cache hits, comparison, notes."""
+    """The JSON document: header, rows, standings (``benchmarks.standings``), pipeline figures,
+    cache hits, comparison, notes."""
     return {
         "header": report.header(),
         "rows": [row.to_dict() for row in report.rows],
         "pipeline": [figures.to_dict() for figures in report.pipeline],
+        "standings": [standing.to_dict() for standing in standings(report.rows)],
         "cache_hits": dict(report.cache_hits),
         "comparison": (None if report.comparison is None
                        else [c.to_dict() for c in report.comparison]),

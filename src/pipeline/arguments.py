@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from allocators import DeviceType, device_of
+from allocators import DeviceType, device_of, disabled_dtype_reason
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DomainError
@@ -275,9 +275,13 @@ class ArgumentChecker:
                 f"({', '.join(expected.dim_names)}); got an array of shape {tuple(shape)}"
             )
         if dtype_name(dtype) != expected.dtype.name:
+            disabled = disabled_dtype_reason(namespace, expected.dtype.name)
+            advice = (
+                f"convert it with .astype({expected.dtype.name})" if disabled is None else disabled
+            )
             raise ArgumentError(
                 f"argument {name!r} of {program}() must have dtype {expected.dtype}; got "
-                f"{dtype_name(dtype)} (convert it with .astype({expected.dtype.name}))"
+                f"{dtype_name(dtype)} ({advice})"
             )
         try:
             device = device_of(value).type

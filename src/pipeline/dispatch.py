@@ -40,6 +40,7 @@ from pipeline.stages import (
     Executable,
     ProgramDefinition,
 )
+from pipeline.verdicts import RememberedCheck
 from pipeline.workflow import CompilePipeline, StageDump, dump_directory, subscribe
 
 __all__ = ["DispatchBackend", "Dispatcher", "Specialization", "user_facing"]
@@ -84,7 +85,9 @@ class Specialization:
         artifact: the compilation's output.
         executable: the loading's output.
         checker: the argument checks, from ``program``'s IR.
-        check: ``checker.check`` with the backend's device, namespace and array type bound.
+        check: ``checker.check`` with the backend's device, namespace and array type bound,
+            skipped for arguments it accepted before that cannot have changed since
+            (``pipeline.verdicts``: JAX arrays and plain scalars).
         fast_entry: the executable's self-checking entry, if it offers one.
     """
 
@@ -260,10 +263,12 @@ class Dispatcher:
         fast_entry = getattr(executable, "fast_entry", None)
         checker = ArgumentChecker(program.ir)
         backend = self.backend
-        check = functools.partial(
-            checker.check,
-            device_type=backend.device_type,
-            namespace=backend.array_namespace,
-            array_type=backend.array_type,
+        check = RememberedCheck(
+            functools.partial(
+                checker.check,
+                device_type=backend.device_type,
+                namespace=backend.array_namespace,
+                array_type=backend.array_type,
+            )
         )
         return Specialization(program, source, artifact, executable, checker, check, fast_entry)

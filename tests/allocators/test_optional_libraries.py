@@ -67,3 +67,57 @@ def test_jax_numpy_namespace():
     assert array.shape == (2, 3)
     assert array.dtype == jnp.float32
     assert device_of(array).type is device_type
+
+
+@pytest.fixture
+def jax_64_bit_types():
+    """A setter for JAX's ``jax_enable_x64``, restored after the test (it is process-wide)."""
+    import jax  # noqa: PLC0415
+
+    before = jax.config.read("jax_enable_x64")
+    yield lambda enabled: jax.config.update("jax_enable_x64", enabled)
+    jax.config.update("jax_enable_x64", before)
+
+
+@pytest.mark.requires_jax
+@pytest.mark.parametrize("dtype", [np.float64, "int64", "float64"])
+def test_jax_without_x64_refuses_a_64_bit_request_instead_of_narrowing_it(
+    jax_64_bit_types, dtype
+):
+    import backends  # noqa: PLC0415
+
+    jax_64_bit_types(False)
+    with pytest.raises(allocators.DtypeUnavailableError) as raised:
+        allocators.zeros((4, 4), dtype, allocator=backends.embedded_jax)
+    message = str(raised.value)
+    assert "jax_enable_x64" in message
+    assert 'jax.config.update("jax_enable_x64", True)' in message
+    assert "JAX_ENABLE_X64=1" in message
+    assert isinstance(raised.value, TypeError)
+
+
+@pytest.mark.requires_jax
+def test_jax_without_x64_refuses_its_own_float64_dtype_too(jax_64_bit_types):
+    import jax.numpy as jnp  # noqa: PLC0415
+
+    jax_64_bit_types(False)
+    with pytest.raises(allocators.DtypeUnavailableError, match="float64 is not available"):
+        allocators.full((3,), jnp.float64, fill_value=1.0, allocator=jnp)
+
+
+@pytest.mark.requires_jax
+def test_jax_without_x64_still_allocates_32_bit_dtypes(jax_64_bit_types):
+    import backends  # noqa: PLC0415
+
+    jax_64_bit_types(False)
+    array = allocators.ones((2, 3), np.float32, allocator=backends.embedded_jax)
+    assert str(array.dtype) == "float32"
+
+
+@pytest.mark.requires_jax
+def test_jax_with_x64_gives_the_float64_asked_for(jax_64_bit_types):
+    import backends  # noqa: PLC0415
+
+    jax_64_bit_types(True)
+    array = allocators.zeros((4, 4), np.float64, allocator=backends.embedded_jax)
+    assert str(array.dtype) == "float64"

@@ -44,8 +44,10 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     old_rows = [_row("embedded_numpy", 2.0, size=size).to_dict() for size in ("small", "large")]
     old.write_text(json.dumps({"rows": old_rows}))
     output = directory / "out"
+    # Without the peers: CI's own `python -m benchmarks --quick` runs them; these tests check
+    # the rows of the backends.
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--output", str(output),
+        [sys.executable, "-m", "benchmarks", "--quick", "--no-peers", "--output", str(output),
          "--compare", str(old)],
         cwd=directory, capture_output=True, text=True, timeout=300, check=False,
     )
@@ -240,3 +242,11 @@ def test_a_backend_reference_that_finds_nothing_is_a_clear_error():
         select_backends(("no_such_module:thing",))
     with pytest.raises(ValueError, match="not a CompiledBackend or EmbeddedBackend"):
         select_backends(("numpy:sum",))
+
+
+def test_the_peers_run_by_default_and_no_peers_leaves_them_out():
+    from benchmarks.__main__ import parse_options  # noqa: PLC0415
+
+    assert parse_options([]).peers is True
+    assert parse_options(["--no-peers"]).peers is False
+    assert parse_options(["--quick", "--peers"]).peers is True

@@ -3,7 +3,7 @@
 Every DSL test takes ``dsl_backend``, which is parametrized over every backend the DSL must
 agree on: the embedded NumPy backend, an embedded ``array_api_strict`` backend (the strictest
 array-API namespace, so the embedded execution uses nothing outside the standard), the embedded
-JAX backend (functional: programs return their outputs), and every other backend registered in
+JAX backend and ``jax_jit`` (functional: programs return their outputs), and every other backend registered in
 ``backends.available_backends()`` (compiled backends such as ``c_cpu`` join by registering).
 
 The helpers are fixtures (``to_backend_array``, ``to_numpy``, ``run_program``) because test
@@ -47,6 +47,7 @@ NUMPY_DEFINITION = "embedded_numpy_definition"
 # These are resolved by name inside the fixture, so collecting the tests imports none of them.
 _OPTIONAL_BACKEND_MARKS: Mapping[str, tuple[pytest.MarkDecorator, ...]] = {
     "embedded_jax": (pytest.mark.requires_jax,),
+    "jax_jit": (pytest.mark.requires_jax,),
     "embedded_cupy": (pytest.mark.requires_cupy, pytest.mark.requires_gpu),
 }
 
@@ -96,7 +97,7 @@ def resolve_backend(name: str) -> Any:
                 NUMPY_DEFINITION, np, pipeline=embedded_pipeline(np, planned=False)
             )
         else:
-            if name == "embedded_jax":
+            if name in {"embedded_jax", "jax_jit"}:
                 import jax  # noqa: PLC0415
 
                 # The corpus is mostly float64 and int64; JAX truncates them without x64.
@@ -126,8 +127,8 @@ def reference_backend() -> Any:
 def _to_backend_array(host: np.ndarray, backend: Any) -> Any:
     """A copy of the NumPy array ``host`` on ``backend``'s device, in its array library."""
     host = np.asarray(host)
-    if isinstance(backend, EmbeddedBackend):
-        return backend.namespace.asarray(host.copy())
+    if backend.array_namespace is not None:  # embedded backends, and jax_jit's jax.numpy
+        return backend.array_namespace.asarray(host.copy())
     array = allocators.empty(host.shape, host.dtype, allocator=backend)
     if isinstance(array, np.ndarray):
         array[...] = host

@@ -424,3 +424,32 @@ def test_passes_are_swappable_steps():
     without_cse = attrs.evolve(default_frontend, common_subexpressions=identity)(twice_program.definition).ir
     assert "_cse0 = inp + 1.0" in str(with_cse)
     assert "_cse0" not in str(without_cse)
+
+
+@field_operator
+def _x64_laplacian(f: IJK) -> IJK:
+    return -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+
+
+@program
+def _x64_lap(inp: IJK, out: IJK):
+    _x64_laplacian(inp, out=out[1:-1, 1:-1, :])
+
+
+@pytest.mark.requires_jax
+def test_a_float32_jax_array_for_a_float64_field_says_how_to_enable_64_bit_jax():
+    import jax  # noqa: PLC0415
+    import jax.numpy as jnp  # noqa: PLC0415
+
+    before = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", False)
+    try:
+        narrowed = jnp.zeros((4, 4, 3))  # float32: what JAX makes of a float64 request
+        on_jax = _x64_lap.with_backend(backends.embedded_jax)
+        with pytest.raises(ArgumentError) as raised:
+            on_jax(narrowed, narrowed)
+    finally:
+        jax.config.update("jax_enable_x64", before)
+    message = str(raised.value)
+    assert "argument 'inp' of _x64_lap() must have dtype float64; got float32" in message
+    assert 'jax.config.update("jax_enable_x64", True)' in message

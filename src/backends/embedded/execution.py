@@ -79,6 +79,21 @@ def _flattened(value: Any) -> list[Any]:
     return [value]
 
 
+def _scalar_value(namespace: Any, kind: str, value: Any) -> Any:
+    """A scalar argument as the definition computes with it: a Python number (a literal's weak
+    typing), a 0-d array for a bool (so that ~flag is logical: ~True is -2 on a Python bool).
+
+    The checks let only numbers through, so an array here is a tracer: the definition is being
+    traced by ``jax.jit`` (the ``jax_jit`` backend) and the value is not known yet; it is used as
+    the 0-d array it is.
+    """
+    if hasattr(value, "shape") and not isinstance(value, np.generic):
+        return value
+    if kind == "b":
+        return namespace.asarray(bool(value), dtype=namespace.bool)
+    return value.item() if hasattr(value, "item") else value
+
+
 def _is_functional(namespace: Any) -> bool:
     return namespace_name(namespace).startswith("jax")
 
@@ -126,11 +141,8 @@ class EmbeddedExecutable:
                 values.append(
                     field_parameter(value, param.type.dim_names, self.namespace, functional)
                 )
-            elif param.type.dtype.kind == "b":
-                # A 0-d array, so that ~flag is logical (~True is -2 on a Python bool).
-                values.append(self.namespace.asarray(bool(value), dtype=self.namespace.bool))
             else:
-                values.append(value.item() if hasattr(value, "item") else value)
+                values.append(_scalar_value(self.namespace, param.type.dtype.kind, value))
         with evaluating_embedded():
             if self.definition.kind == "program":
                 self.function(*values)

@@ -9,13 +9,15 @@ namespaces without in-place update (JAX) can replace the array after a write.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from allocators import namespace_attribute
+from allocators import namespace_attribute, namespace_name
 from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.regions import Region
 from pipeline.dsl.types import Offset
@@ -202,10 +204,10 @@ class EmbeddedField:
         return self._binary(o, operator.truediv, True)
 
     def __floordiv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.floordiv)
+        return self._binary(o, functools.partial(_floor_divide, self.ns))
 
     def __rfloordiv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.floordiv, True)
+        return self._binary(o, functools.partial(_floor_divide, self.ns), True)
 
     def __mod__(self, o: Any) -> EmbeddedField:
         return self._binary(o, operator.mod)
@@ -398,6 +400,15 @@ _ARRAY_API_NAMES = {
 _PREDICATES = frozenset({"isfinite", "isinf", "isnan"})
 
 
+def _floor_divide(ns: Any, a: Any, b: Any) -> Any:
+    """``a // b``, with NumPy's integer division by zero (0) also where the namespace leaves
+    it undefined (JAX gives -1 or -2)."""
+    result = a // b
+    if not namespace_name(ns).startswith("jax") or _kind(result) != "i":
+        return result
+    return ns.where(b == 0, ns.zeros_like(result), result)
+
+
 def _fmod(ns: Any, a: Any, b: Any) -> Any:
     """C's ``fmod`` (the sign of ``a``; integers by zero give 0, as in NumPy)."""
     if hasattr(ns, "fmod"):
@@ -408,11 +419,18 @@ def _fmod(ns: Any, a: Any, b: Any) -> Any:
     return ns.where(moved, remainder - b, remainder)
 
 
-def _gamma(ns: Any, a: Any) -> Any:
-    """``tgamma`` elementwise: no array namespace has it, so it runs on the host."""
+def _host_gamma(a: Any) -> Any:
     host = np.asarray(a)
-    values = np.vectorize(scalar_gamma, otypes=[host.dtype])(host)
-    return ns.asarray(values, dtype=a.dtype)
+    return np.vectorize(scalar_gamma, otypes=[host.dtype])(host)
+
+
+def _gamma(ns: Any, a: Any) -> Any:
+    """``tgamma`` elementwise: no array namespace has it, so it runs on the host (on JAX as a
+    callback, so that it also runs where ``jax.jit`` traces the definition)."""
+    if namespace_name(ns).startswith("jax"):
+        jax = importlib.import_module("jax")  # imported: its namespace was passed in
+        return jax.pure_callback(_host_gamma, jax.ShapeDtypeStruct(a.shape, a.dtype), a)
+    return ns.asarray(_host_gamma(a), dtype=a.dtype)
 
 
 def _is_scalar(value: Any) -> bool:
