@@ -258,39 +258,12 @@ class _StencilCode:
         self.empty = True
 
     def _boxes(self, stencil: Stencil) -> dict[str, Box]:
-        """Per local field, the smallest box around the domain covering every read of it.
-
-        Not ``Stencil.local_extents``: those always include the domain itself, and a local
-        read only at an offset would then be computed where its inputs need not exist.
-        Locals are defined before use, so walking them last to first finds every reader of
-        one before its own reads are followed.
-        """
-        needed: dict[str, list[Box]] = {}
-
-        def visit(expr: Expr, box: Box) -> None:
-            if isinstance(expr, Ref) and expr.name in self.definitions:
-                moved = dict(expr.offsets)
-                needed.setdefault(expr.name, []).append(tuple(
-                    (lo + moved.get(d, 0), hi + moved.get(d, 0))
-                    for (lo, hi), d in zip(box, self.dims, strict=True)
-                ))
-            for child in children(expr):
-                visit(child, box)
-
-        for result in stencil.results:
-            visit(result, self.zero)
+        """Per local field, the box around the domain covering every read of it (its
+        extent: exactly where it is read, so its inputs are read only where checked)."""
         boxes: dict[str, Box] = {}
-        for assign in reversed(stencil.body):
-            (name,) = assign.targets
-            if name in needed and isinstance(assign.value.type, FieldType):
-                reads = needed[name]
-                boxes[name] = tuple(
-                    (min(b[axis][0] for b in reads), max(b[axis][1] for b in reads))
-                    for axis in range(len(self.dims))
-                )
-                visit(assign.value, boxes[name])
-            elif name in needed:
-                visit(assign.value, self.zero)  # a scalar: the same at every point
+        for extent in stencil.local_extents:
+            bounds = {b.dim: (b.lower, b.upper) for b in extent.dims}
+            boxes[extent.name] = tuple(bounds.get(d, (0, 0)) for d in self.dims)
         return boxes
 
     def emit(self, line: str) -> None:
