@@ -30,10 +30,10 @@ import attrs
 
 from backends.cache import build_directories, sweep_stale_builds
 from backends.cache_inventory import enforce_size_bound
-from pipeline.errors import CacheDegradedWarning
+from pipeline.errors import CacheDegradedWarning, DamagedArtifactError
 from pipeline.fingerprint import fingerprint_bytes
 
-__all__ = ["COMPLETE_MARKER", "BuildCache", "BuildSpace", "content_hash"]
+__all__ = ["COMPLETE_MARKER", "BuildCache", "BuildSpace", "content_hash", "verified_bytes"]
 
 T = TypeVar("T")
 
@@ -54,6 +54,22 @@ class BuildSpace:
 def content_hash(files: Sequence[Path]) -> str:
     """The content hash of a build: SHA-256 of each file, joined with ``:``."""
     return ":".join(fingerprint_bytes(path.read_bytes()) for path in files)
+
+
+def verified_bytes(path: Path, content_hash: str, what: str) -> bytes:
+    """The bytes of the published file ``path``, checked against its recorded hash.
+
+    Raises:
+        DamagedArtifactError: the file is missing or its bytes changed since publish
+            (``what`` names it in the message: "built object", "built CUDA program").
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise DamagedArtifactError(f"{what} {path} cannot be read: {error}") from error
+    if fingerprint_bytes(data) != content_hash:
+        raise DamagedArtifactError(f"{what} {path} does not match its recorded hash")
+    return data
 
 
 def _uncached_space() -> BuildSpace:

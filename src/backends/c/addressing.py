@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["element_offset"]
+from backends.c.expressions import ExpressionEmitter, convert
+from pipeline.dsl.types import FieldType
+from pipeline.ir.nodes import ProgramIR, Stencil
+
+__all__ = ["element_offset", "output_stores"]
 
 
 def element_offset(
@@ -24,3 +28,23 @@ def element_offset(
         last = axis == len(dims) - 1
         terms.append(position if last and unit_stride else f"{position} * s_{name}_{axis}")
     return " + ".join(terms) or "0"
+
+
+def output_stores(
+    program: ProgramIR,
+    stencil: Stencil,
+    unit_stride: Mapping[str, bool],
+    body: ExpressionEmitter,
+) -> list[str]:
+    """The C statements storing ``stencil``'s results at the point, each converted to its
+    output's dtype (the values computed in ``body``)."""
+    stores = []
+    for target, result in zip(stencil.outputs, stencil.results, strict=True):
+        param = program.param(target.name)
+        assert isinstance(param.type, FieldType) and result.type is not None
+        value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
+        offset = element_offset(
+            target.name, param.type.dim_names, {}, unit_stride.get(target.name, False)
+        )
+        stores.append(f"p_{target.name}[{offset}] = {value};")
+    return stores

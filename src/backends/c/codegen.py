@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import attrs
 
-from backends.c.addressing import element_offset
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
+from backends.c.addressing import element_offset, output_stores
+from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets
 from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
@@ -562,16 +562,7 @@ class _StencilGenerator:
         return store
 
     def _store_outputs(self, body: ExpressionEmitter) -> list[str]:
-        stores = []
-        for target, result in zip(self.stencil.outputs, self.stencil.results, strict=True):
-            param = self.program.param(target.name)
-            assert isinstance(param.type, FieldType) and result.type is not None
-            value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
-            offset = element_offset(
-                target.name, param.type.dim_names, {}, self.unit_stride.get(target.name, False)
-            )
-            stores.append(f"p_{target.name}[{offset}] = {value};")
-        return stores
+        return output_stores(self.program, self.stencil, self.unit_stride, body)
 
     def _unpack(self) -> list[str]:
         lines = []

@@ -11,8 +11,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from backends.build_cache import verified_bytes
 from pipeline.errors import DamagedArtifactError
-from pipeline.fingerprint import fingerprint_bytes
 from pipeline.stages import CompiledArtifact
 
 __all__ = ["CompiledProgram", "DamagedArtifactError", "load_extension"]
@@ -55,12 +55,7 @@ def load_extension(artifact: CompiledArtifact, /) -> CompiledProgram:
         DamagedArtifactError: the file is missing or its bytes changed since publish.
     """
     path = Path(artifact.path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise DamagedArtifactError(f"built object {path} cannot be read: {error}") from error
-    if fingerprint_bytes(data) != artifact.content_hash:
-        raise DamagedArtifactError(f"built object {path} does not match its recorded hash")
+    verified_bytes(path, artifact.content_hash, "built object")
     loader = importlib.machinery.ExtensionFileLoader(artifact.entry_point, str(path))
     spec = importlib.util.spec_from_file_location(artifact.entry_point, path, loader=loader)
     assert spec is not None

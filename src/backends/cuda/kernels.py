@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from backends.c.addressing import element_offset
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert, literal
+from backends.c.addressing import element_offset, output_stores
+from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, literal
 from backends.cuda.interface import KernelPlan
 from backends.loops import StencilLayout, SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, ScalarType
@@ -133,16 +133,7 @@ class _KernelGenerator:
         return body.let(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
 
     def store_outputs(self, body: ExpressionEmitter) -> list[str]:
-        stores = []
-        for target, result in zip(self.stencil.outputs, self.stencil.results, strict=True):
-            param = self.program.param(target.name)
-            assert isinstance(param.type, FieldType) and result.type is not None
-            value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
-            offset = element_offset(
-                target.name, param.type.dim_names, {}, self.unit_stride.get(target.name, False)
-            )
-            stores.append(f"p_{target.name}[{offset}] = {value};")
-        return stores
+        return output_stores(self.program, self.stencil, self.unit_stride, body)
 
     # -- the kernel ---------------------------------------------------------------------------
     def generate(self) -> KernelCode:

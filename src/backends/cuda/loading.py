@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from backends.build_cache import verified_bytes
 from backends.cuda.checks import check_device_arguments
 from backends.cuda.interface import CudaInterface, KernelPlan
 from pipeline.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.errors import DamagedArtifactError
-from pipeline.fingerprint import fingerprint_bytes
 from pipeline.stages import CompiledArtifact
 
 __all__ = ["MAX_GRID_YZ", "CudaProgram", "grid_for", "load_cuda"]
@@ -265,12 +265,7 @@ def load_cuda(artifact: CompiledArtifact, /) -> CudaProgram:
         DamagedArtifactError: the file is missing or its bytes changed since publish.
     """
     path = Path(artifact.path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise DamagedArtifactError(f"built CUDA program {path} cannot be read: {error}") from error
-    if fingerprint_bytes(data) != artifact.content_hash:
-        raise DamagedArtifactError(f"built CUDA program {path} does not match its recorded hash")
+    data = verified_bytes(path, artifact.content_hash, "built CUDA program")
     interface = artifact.source.metadata
     if not isinstance(interface, CudaInterface):
         raise DamagedArtifactError(
