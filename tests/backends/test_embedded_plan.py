@@ -15,7 +15,15 @@ from backends import EmbeddedBackend
 from backends.embedded import embedded_pipeline
 from backends.embedded.plan import plan_program, unplanned_reason
 from benchmarks.workloads import WORKLOADS
-from pipeline import Dimension, Field, field_operator, float64, program, scan_operator
+from pipeline import (
+    Dimension,
+    Field,
+    concat_where,
+    field_operator,
+    float64,
+    program,
+    scan_operator,
+)
 from pipeline.errors import ArgumentError, DomainError
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741  (the DSL's names)
@@ -47,6 +55,16 @@ def running_sum(a: IJK, out: IJK):
     _running_sum(a, out=out)
 
 
+@field_operator
+def _edges(a: IJK) -> IJK:
+    return concat_where(K == 0, 0.0 * a, a)
+
+
+@program
+def edges(a: IJK, out: IJK):
+    _edges(a, out=out)
+
+
 def _executable(prog: Any, *args: Any) -> Any:
     return prog._dispatcher.specialization(prog.definition, args).executable
 
@@ -57,7 +75,7 @@ def _run(prog: Any, backend: Any, args: dict[str, Any]) -> dict[str, np.ndarray]
     return copies
 
 
-@pytest.mark.parametrize("name", ["laplacian", "hdiff"])
+@pytest.mark.parametrize("name", ["laplacian", "hdiff", "tridiagonal", "vertical_advection"])
 def test_the_harness_stencils_run_as_a_plan_that_matches_the_definition(name: str) -> None:
     workload = WORKLOADS[name]
     args = workload.host_arguments((12, 11, 5))
@@ -66,8 +84,8 @@ def test_the_harness_stencils_run_as_a_plan_that_matches_the_definition(name: st
     prog = workload.program.with_backend(backends.embedded_numpy)
     executable = _executable(prog, *planned.values())
     assert executable.plan is not None
-    assert "a_inp[T[" in executable.plan.source
-    np.testing.assert_allclose(planned["out"], definition["out"], rtol=1e-14, atol=0)
+    assert "[T[" in executable.plan.source
+    np.testing.assert_allclose(planned["out"], definition["out"], rtol=1e-12, atol=1e-12)
     reference = dict(args)
     reference["out"] = reference["out"].copy()
     workload.reference(reference)
@@ -100,16 +118,27 @@ def test_a_local_read_only_at_an_offset_reads_no_more_than_the_checks_allow() ->
     np.testing.assert_array_equal(definition, expected)
 
 
-def test_a_scan_runs_the_definition_and_says_why_it_has_no_plan() -> None:
+def test_a_scan_is_a_loop_over_its_axis_calling_its_step_on_planes() -> None:
     a = np.ones((3, 2, 4))
     out = np.zeros_like(a)
     prog = running_sum.with_backend(backends.embedded_numpy)
     prog(a, out)
+    plan = _executable(prog, a, out).plan
+    assert plan is not None and "_sweep(step" in plan.source
+    np.testing.assert_array_equal(out[0, 0], [1.0, 2.0, 3.0, 4.0])
+
+
+def test_concat_where_runs_the_definition_and_says_why_it_has_no_plan() -> None:
+    a = np.ones((3, 2, 4))
+    out = np.zeros_like(a)
+    prog = edges.with_backend(backends.embedded_numpy)
+    prog(a, out)
     executable = _executable(prog, a, out)
     assert executable.plan is None
     assert plan_program(executable.ir) is None
-    assert "Scan" in (unplanned_reason(executable.ir) or "")
-    np.testing.assert_array_equal(out[0, 0], [1.0, 2.0, 3.0, 4.0])
+    assert "ConcatWhere" in (unplanned_reason(executable.ir) or "")
+    np.testing.assert_array_equal(out[:, :, 0], 0.0)
+    np.testing.assert_array_equal(out[:, :, 1:], 1.0)
 
 
 def test_planned_false_runs_the_definition() -> None:
@@ -142,7 +171,7 @@ def test_checks_run_before_the_plan_for_every_call_not_only_the_first() -> None:
 @given(
     shape=st.tuples(st.integers(5, 14), st.integers(5, 14), st.integers(1, 4)),
     seed=st.integers(0, 2**16),
-    name=st.sampled_from(["laplacian", "hdiff"]),
+    name=st.sampled_from(["laplacian", "hdiff", "tridiagonal", "vertical_advection"]),
 )
 def test_plan_and_definition_agree_on_any_grid(
     shape: tuple[int, int, int], seed: int, name: str
@@ -151,7 +180,7 @@ def test_plan_and_definition_agree_on_any_grid(
     args = workload.host_arguments(shape, seed)
     planned = _run(workload.program, backends.embedded_numpy, args)
     definition = _run(workload.program, _DEFINITION, args)
-    np.testing.assert_allclose(planned["out"], definition["out"], rtol=1e-14, atol=0)
-    np.testing.assert_array_equal(  # outside the domain: untouched
-        planned["out"][: workload.halo], args["out"][: workload.halo]
-    )
+    np.testing.assert_allclose(planned["out"], definition["out"], rtol=1e-12, atol=1e-12)
+    outside = np.ones(shape, bool)
+    outside[workload.domain] = False
+    np.testing.assert_array_equal(planned["out"][outside], args["out"][outside])

@@ -13,8 +13,9 @@ as one Python function from the typed IR, once per program, and each call only s
 Each stencil's expressions are evaluated over its output domain; a local read at offsets is
 computed once over its extent around the domain (``Stencil.local_extents``) and sliced. Each
 operation converts its operands to the dtype the IR gives it, as the C translation does.
-Scans and ``concat_where`` have no plan (the definition runs): ``plan_program`` returns
-``None``, and says why in ``unplanned_reason``.
+A scan is a loop over its axis calling its generated step on whole planes. ``concat_where``
+and scans read at a shift along their axis have no plan (the definition runs):
+``plan_program`` returns ``None``, and says why in ``unplanned_reason``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from pipeline.ir.nodes import (
     Literal,
     ProgramIR,
     Ref,
+    Scan,
+    ScanOperatorIR,
     Stencil,
     Type,
     UnaryOp,
@@ -174,8 +177,15 @@ def _plan(ir: ProgramIR) -> tuple[SlicePlan | None, str | None]:
         return None, str(reason)
     params = ", ".join(f"a_{p.name}" for p in ir.params)
     body = _inline_single_uses(writer.lines)
-    source = "\n".join([f"def run({params}, T):", *body, "    return None", ""])
-    namespace: dict[str, Any] = {"np": np, "_gamma": _gamma, **writer.constants}
+    source = "\n".join([
+        *_inline_single_uses(writer.functions),
+        f"def run({params}, T):",
+        *body,
+        "    return None",
+        "",
+    ])
+    namespace: dict[str, Any] = {"np": np, "_gamma": _gamma, "_sweep": _sweep}
+    namespace.update(writer.constants)
     exec(compile(source, f"<slice plan of {ir.name}>", "exec"), namespace)
     return SlicePlan(ir, source, namespace["run"], tuple(writer.reads)), None
 
@@ -189,6 +199,8 @@ class _Writer:
         self.lines: list[str] = []
         self.reads: list[_Read] = []
         self.constants: dict[str, Any] = {}
+        self.functions: list[str] = []  # the scan steps, defined before run
+        self._steps: dict[ScanOperatorIR, str] = {}
         self._counter = 0
         # Converted scalar parameters, by name: each is converted once per call.
         self._scalars: dict[str, str] = {}
@@ -223,6 +235,15 @@ class _Writer:
             self.lines.insert(0, f"    {known} = t_{name}(a_{name})")
         return known
 
+    def scan_step(self, operator: ScanOperatorIR) -> str:
+        """The name of the generated step function of ``operator`` (written once)."""
+        known = self._steps.get(operator)
+        if known is None:
+            known = self._name("step")
+            self._steps[operator] = known
+            _ScanStep(self, operator, known)
+        return known
+
     def constant(self, value: Any) -> str:
         name = f"c{len(self.constants)}"
         self.constants[name] = value
@@ -254,7 +275,10 @@ class _StencilCode:
         self.definitions = {a.targets[0]: a.value for a in stencil.body}
         self.extents = self._boxes(stencil)
         self.locals: dict[str, str] = {}
+        # Names standing for values of a scan operator's body (its carry and arguments).
+        self.bound: dict[str, str] = {}
         self._memo: dict[tuple[Expr, Box], str] = {}
+        self._sweeps: dict[tuple[ScanOperatorIR, tuple[Expr, ...], Box], str] = {}
         self.empty = True
 
     def _boxes(self, stencil: Stencil) -> dict[str, Box]:
@@ -295,6 +319,10 @@ class _StencilCode:
         match expr:
             case Literal(value=value):
                 return self.writer.constant(dtype.type(value))
+            case Ref(name=name) if name in self.bound:
+                return self.bound[name]
+            case Scan(operator=operator, args=args, component=component):
+                return self.let(f"{self._sweep(operator, args, box)}[{component}]")
             case Ref(name=name, offsets=offsets) if name in self.definitions:
                 return self._local(name, dict(offsets), box)
             case Ref(name=name, offsets=offsets):
@@ -332,6 +360,34 @@ class _StencilCode:
             case Cast(value=value):
                 return self.typed(value, box, dtype)
         raise _Unplanned(f"{type(expr).__name__} has no slicing plan")
+
+    def _sweep(self, operator: ScanOperatorIR, args: tuple[Expr, ...], box: Box) -> str:
+        """The variable holding the list of the scan's carry components over ``box``; each
+        operator and arguments swept once."""
+        key = (operator, args, box)
+        known = self._sweeps.get(key)
+        if known is not None:
+            return known
+        if operator.axis not in self.dims:
+            raise _Unplanned(f"the scan {operator.name!r} sweeps a dimension the domain lacks")
+        axis = self.dims.index(operator.axis)
+        if box[axis] != (0, 0):
+            raise _Unplanned(f"the scan {operator.name!r} is read at a shift along its axis")
+        values = [
+            self.typed(arg, box, param.type.dtype)
+            for arg, param in zip(args, operator.params, strict=True)
+        ]
+        carry = [param.type.dtype for param in operator.carry]
+        init = self.writer.constant(
+            tuple(dtype.type(v) for dtype, v in zip(carry, operator.init, strict=True))
+        )
+        step = self.writer.scan_step(operator)
+        known = self.let(
+            f"_sweep({step}, {axis}, {operator.forward}, {init}, "
+            f"{self.writer.constant(tuple(carry))}, ({', '.join(values)},))"
+        )
+        self._sweeps[key] = known
+        return known
 
     def _unary(self, function: str, a: Expr, box: Box, dtype: np.dtype[Any]) -> str:
         source = _dtype(a.type)
@@ -400,19 +456,19 @@ def _inline_single_uses(lines: list[str]) -> list[str]:
     for line in lines:
         for name in _NAME.findall(line.partition(" = ")[2] if _DEFINITION.match(line) else line):
             uses[name] = uses.get(name, 0) + 1
-    pending: dict[str, str] = {}  # single-use definitions not yet written, by name
+    pending: dict[str, tuple[str, str]] = {}  # single-use (indent, definition), by name
     result: list[str] = []
     for line in lines:
         match = _DEFINITION.match(line)
         text = match.group(3) if match else line
-        text = _NAME.sub(lambda m: f"({pending.pop(m.group())})" if m.group() in pending else
+        text = _NAME.sub(lambda m: f"({pending.pop(m.group())[1]})" if m.group() in pending else
                          m.group(), text)
         if match and uses.get(match.group(2)) == 1:
-            pending[match.group(2)] = text
+            pending[match.group(2)] = (match.group(1), text)
             continue
-        if pending and not match:  # a store or a new stencil: nothing moves past it
-            for name, value in pending.items():
-                result.append(f"        {name} = {value}")
+        if pending and not match:  # a store, a return or a new block: nothing moves past it
+            for name, (indent, value) in pending.items():
+                result.append(f"{indent}{name} = {value}")
             pending.clear()
         result.append(f"{match.group(1)}{match.group(2)} = {text}" if match else text)
     assert not pending, "every single-use value has its user"
@@ -433,3 +489,66 @@ def _reads_a_field(expr: Expr, definitions: Mapping[str, Expr], params: Mapping[
         case Literal():
             return False
     return any(_reads_a_field(child, definitions, params) for child in children(expr))
+
+
+class _ScanStep(_StencilCode):
+    """The lines of one scan operator's step: ``step(*carry, *arguments) -> new carry``,
+    on planes (or numbers) as the sweep passes them."""
+
+    def __init__(self, writer: _Writer, operator: ScanOperatorIR, name: str) -> None:
+        self.writer = writer
+        self.dims = ()
+        self.zero = ()
+        self.definitions = {}
+        self.extents = {}
+        self.locals = {}
+        self._memo = {}
+        self._sweeps = {}
+        self.empty = False
+        names = [f"k_{p.name}" for p in operator.carry] + [f"q_{p.name}" for p in operator.params]
+        self.bound = dict(
+            zip([p.name for p in (*operator.carry, *operator.params)], names, strict=True)
+        )
+        self.writer.functions.append(f"def {name}({', '.join(names)}):")
+        for assign in operator.body:
+            (target,) = assign.targets
+            self.bound[target] = self.value(assign.value, ())
+        results = [
+            self.typed(result, (), param.type.dtype)
+            for result, param in zip(operator.results, operator.carry, strict=True)
+        ]
+        self.emit(f"return ({', '.join(results)},)")
+
+    def emit(self, line: str) -> None:
+        self.writer.functions.append(f"    {line}")
+
+
+def _sweep(
+    step: Callable[..., tuple[Any, ...]],
+    axis: int,
+    forward: bool,
+    init: tuple[Any, ...],
+    dtypes: tuple[np.dtype[Any], ...],
+    args: tuple[Any, ...],
+) -> list[np.ndarray[Any, Any]]:
+    """Run ``step`` plane by plane along ``axis`` (up or down): the carry components over
+    the arguments' common shape, one array each."""
+    arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    results = [np.empty(shape, dtype) for dtype in dtypes]
+    before: tuple[slice, ...] = (slice(None),) * axis
+
+    def plane(a: Any, point: int) -> Any:
+        if not (isinstance(a, np.ndarray) and a.ndim):
+            return a
+        index: tuple[slice | int, ...] = (*before, point if a.shape[axis] > 1 else 0)
+        return a[index]
+
+    points = range(shape[axis]) if forward else range(shape[axis] - 1, -1, -1)
+    carry = init
+    for point in points:
+        carry = step(*carry, *(plane(a, point) for a in args))
+        at: tuple[slice | int, ...] = (*before, point)
+        for result, value in zip(results, carry, strict=True):
+            result[at] = value
+    return results
