@@ -70,9 +70,10 @@ class _Unplanned(Exception):
 class _Read:
     """One slice a call takes: of a parameter or a local, over ``box`` moved by ``offsets``.
 
-    ``origin`` is where the sliced array starts relative to the domain's start (0 for
-    parameters, which are indexed absolutely; a local's extent lower bound for locals);
-    ``axes`` maps each dimension of the domain to the array's axis (None: a new axis).
+    ``origin`` is None for parameters (indexed absolutely), else where the sliced local
+    starts relative to the domain's start (its extent's lower bounds); ``axes`` says per
+    dimension of the domain whether the array has it (else: a new axis, or a local's axis of
+    size 1).
     """
 
     stencil: int
@@ -96,26 +97,30 @@ class SlicePlan:
     source: str = attrs.field(repr=False)
     run: Callable[..., None] = attrs.field(repr=False)
     reads: tuple[_Read, ...] = attrs.field(repr=False)
+    # The parameters whose shape (fields) or value (named by domain= bounds) decide the slices.
+    _fields: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
+    _bounds: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
     _tables: dict[tuple[Any, ...], tuple[Any, ...]] = attrs.field(
         factory=dict, repr=False, eq=False
     )
 
-    def __call__(self, *args: Any) -> None:
-        key = tuple(
-            (a.shape if isinstance(p.type, FieldType) else a) if _keyed(p, self.ir) else None
-            for p, a in zip(self.ir.params, args, strict=True)
+    def __attrs_post_init__(self) -> None:
+        params = self.ir.params
+        bounds = _bound_params(self.ir)
+        fields = tuple(i for i, p in enumerate(params) if isinstance(p.type, FieldType))
+        object.__setattr__(self, "_fields", fields)
+        object.__setattr__(
+            self, "_bounds", tuple(i for i, p in enumerate(params) if p.name in bounds)
         )
+
+    def __call__(self, *args: Any) -> None:
+        key = (*(args[i].shape for i in self._fields), *(int(args[i]) for i in self._bounds))
         table = self._tables.get(key)
         if table is None:
             table = _slice_table(self, args)
             if len(self._tables) < 64:  # a program called on ever new shapes stays bounded
                 self._tables[key] = table
         self.run(*args, table)
-
-
-def _keyed(param: Any, ir: ProgramIR) -> bool:
-    """Whether a parameter's shape (fields) or value (domain bounds) decides the slices."""
-    return isinstance(param.type, FieldType) or param.name in _bound_params(ir)
 
 
 def _bound_params(ir: ProgramIR) -> frozenset[str]:
@@ -535,7 +540,6 @@ def _sweep(
     the arguments' common shape, one array each."""
     arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    results = [np.empty(shape, dtype) for dtype in dtypes]
     before: tuple[slice, ...] = (slice(None),) * axis
 
     def plane(a: Any, point: int) -> Any:
@@ -545,6 +549,7 @@ def _sweep(
         return a[index]
 
     points = range(shape[axis]) if forward else range(shape[axis] - 1, -1, -1)
+    results = [np.empty(shape, dtype) for dtype in dtypes]
     carry = init
     for point in points:
         carry = step(*carry, *(plane(a, point) for a in args))
