@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
-from backends.loops import SweepKey
+from backends.loops import SweepKey, SweepPlan
 from pipeline.dsl.regions import Bound, Region
 from pipeline.dsl.types import bool_, float32, float64, int32, int64
 from pipeline.ir.nodes import (
@@ -39,6 +39,7 @@ __all__ = [
     "C_TYPES",
     "ExpressionEmitter",
     "Offsets",
+    "PassStorage",
     "ScanStorage",
     "Sweep",
     "convert",
@@ -136,6 +137,34 @@ class ScanStorage(Protocol):
         """The text of the sweep's value at this point when an earlier pass computed it
         (None: this body computes it)."""
         ...
+
+
+@attrs.frozen
+class PassStorage:
+    """The ``ScanStorage`` of one pass of a multi-pass sweep, in the names every C-like
+    kernel uses: carry ``c<n>_<component>`` (indexed by ``carry_index`` where the carries are
+    buffers, else a variable) and an earlier pass's values ``k<n>_<component>[kept_index]``.
+
+    Attributes:
+        plan: the stencil's passes.
+        phase: the pass this body runs.
+        numbers: each sweep's number ``n`` in the names.
+    """
+
+    plan: SweepPlan
+    phase: int
+    numbers: Mapping[SweepKey, int]
+    kept_index: str
+    carry_index: str | None = None
+
+    def carry(self, key: SweepKey, component: int) -> str:
+        name = f"c{self.numbers[key]}_{component}"
+        return name if self.carry_index is None else f"{name}[{self.carry_index}]"
+
+    def finished(self, key: SweepKey, component: int) -> str | None:
+        if self.plan.phase_of(key) < self.phase:
+            return f"k{self.numbers[key]}_{component}[{self.kept_index}]"
+        return None
 
 
 class ExpressionEmitter:

@@ -30,7 +30,7 @@ from pathlib import Path
 import attrs
 
 from backends.c.codegen import StencilCode, _StencilGenerator
-from backends.c.expressions import C_TYPES, ExpressionEmitter, literal
+from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, literal
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, float64
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
@@ -71,26 +71,6 @@ def choose_block(rows: int, l1_bytes: int) -> int:
         if rows * block * 64 <= l1_bytes // 2:
             return block
     return BLOCKS[-1]
-
-
-@attrs.frozen
-class _Storage:
-    """The C names of one pass's carries and of the buffers that keep earlier passes'
-    results (``ScanStorage`` for the expression emitter)."""
-
-    plan: SweepPlan
-    phase: int
-    numbers: Mapping[SweepKey, int]
-    slot: str
-    kept: str
-
-    def carry(self, key: SweepKey, component: int) -> str:
-        return f"c{self.numbers[key]}_{component}[{self.slot}]"
-
-    def finished(self, key: SweepKey, component: int) -> str | None:
-        if self.plan.phase_of(key) < self.phase:
-            return f"k{self.numbers[key]}_{component}[{self.kept}]"
-        return None
 
 
 class _SweepGenerator(_StencilGenerator):
@@ -183,7 +163,7 @@ class _SweepGenerator(_StencilGenerator):
 
         passes: list[tuple[bool, list[str], list[str]]] = []
         for phase, (forward, phase_keys) in enumerate(plan.phases):
-            storage = _Storage(plan, phase, numbers, slot, kept)
+            storage = PassStorage(plan, phase, numbers, kept, carry_index=slot)
             body = ExpressionEmitter(
                 self.read, inner + "    ", scans=storage, index=lambda dim: f"x_{dim}"
             )

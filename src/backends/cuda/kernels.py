@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from backends.c.addressing import element_offset, output_stores
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, literal
+from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, PassStorage, literal
 from backends.cuda.interface import KernelPlan
-from backends.loops import StencilLayout, SweepKey, SweepPlan, plan_sweeps
+from backends.loops import StencilLayout, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.ir.nodes import ProgramIR, Scan, Stencil
 
@@ -44,25 +44,6 @@ class KernelCode:
 
     plan: KernelPlan
     text: str
-
-
-@attrs.frozen
-class _RegisterCarries:
-    """Where a scan kernel's body finds its sweeps (``ScanStorage``): each carry in a
-    register, each earlier pass's values in its scratch buffer at ``kept_index``."""
-
-    plan: SweepPlan
-    phase: int
-    numbers: Mapping[SweepKey, int]
-    kept_index: str
-
-    def carry(self, key: SweepKey, component: int) -> str:
-        return f"c{self.numbers[key]}_{component}"
-
-    def finished(self, key: SweepKey, component: int) -> str | None:
-        if self.plan.phase_of(key) < self.phase:
-            return f"k{self.numbers[key]}_{component}[{self.kept_index}]"
-        return None
 
 
 def thread_axes(
@@ -224,7 +205,7 @@ class _KernelGenerator:
             lines.append(f"{indent}const int64_t x_{z[0]} = lo_{z[0]} + rest;")
         return lines, indent
 
-    def _emitter(self, indent: str, scans: _RegisterCarries | None = None) -> ExpressionEmitter:
+    def _emitter(self, indent: str, scans: PassStorage | None = None) -> ExpressionEmitter:
         return ExpressionEmitter(self.read, indent, scans=scans, index=lambda d: f"x_{d}")
 
     def _point_body(self, indent: str) -> list[str]:
@@ -275,7 +256,7 @@ class _KernelGenerator:
         kept_index = f"(x_{axis} - lo_{axis}) * threads + slot"
         for phase, (forward, phase_keys) in enumerate(plan.phases):
             inner = indent + "        "
-            storage = _RegisterCarries(plan, phase, numbers, kept_index)
+            storage = PassStorage(plan, phase, numbers, kept_index)
             body = self._emitter(inner, storage)
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))

@@ -45,7 +45,7 @@ from backends.dace import naming, recipe, tasklets
 from backends.dace.naming import SDFGInterface
 from backends.dace.recipe import SDFGRecipe, apply_recipe
 from backends.dace.tasklets import Offsets, TaskletBody
-from backends.loops import StencilLayout, SweepKey, SweepPlan, plan_sweeps
+from backends.loops import StencilLayout, plan_sweeps
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.ir.nodes import FieldExtent, ProgramIR, Scan, Stencil
@@ -289,23 +289,6 @@ def _set_gpu_block_sizes(dace: Any, sdfg: Any) -> None:
             ]
 
 
-@attrs.frozen
-class _ColumnStorage:
-    """The names of a tasklet's carries and of its buffers of earlier passes' results."""
-
-    plan: SweepPlan
-    phase: int
-    numbers: Mapping[SweepKey, int]
-
-    def carry(self, key: SweepKey, component: int) -> str:
-        return f"c{self.numbers[key]}_{component}"
-
-    def finished(self, key: SweepKey, component: int) -> str | None:
-        if self.plan.phase_of(key) < self.phase:
-            return f"k{self.numbers[key]}_{component}[k]"
-        return None
-
-
 def _dace_type(dace: Any, dtype: np.dtype[Any]) -> Any:
     return dace.dtypes.typeclass(dtype.type)
 
@@ -469,9 +452,8 @@ class _StencilStates:
                     ctype = expressions.C_TYPES[param.type.dtype]
                     lines.append(f"{ctype}* k{n}_{i} = new {ctype}[{count}];")
         for phase, (forward, phase_keys) in enumerate(plan.phases):
-            body = TaskletBody(
-                read, scans=_ColumnStorage(plan, phase, numbers), index=self._index(row)
-            )
+            scans = expressions.PassStorage(plan, phase, numbers, "k")
+            body = TaskletBody(read, scans=scans, index=self._index(row))
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))
             stores = [(elements[o], v) for o, v, _ in emit(body)] if phase == last else []
