@@ -119,10 +119,32 @@ def test_without_fusion_locals_read_at_shifts_become_transients_unless_temporari
     assert not any(d.transient for d in inline.arrays.values())
 
 
-def test_the_default_recipe_fuses_hdiff_into_one_map_per_variant_without_domain_transients():
+def test_the_default_recipe_computes_hdiffs_temporaries_inline_in_one_tasklet_per_variant():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
-    sdfg = _hdiff_sdfg()
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    assert SDFGRecipe().fusion == Fusion.INLINE
+    # Whatever the translation's own option says: the recipe computes them where read.
+    for sdfg in (_hdiff_sdfg(), _hdiff_sdfg(temporaries=True)):
+        assert not any(data.transient for data in sdfg.arrays.values())
+        stencil_states = [s for s in sdfg.states()
+                          if s.label.startswith("stencil0_") and s.label != "stencil0_done"]
+        assert len(stencil_states) == 2  # the sequential and the parallel variant
+        for state in stencil_states:
+            maps = [n for n in state.nodes() if isinstance(n, dace.nodes.MapEntry)]
+            tasklets = [n for n in state.nodes() if isinstance(n, dace.nodes.Tasklet)]
+            assert len(maps) == 1 and len(tasklets) == 1
+            # lap at its five shifts, each once: the emitter shares them within the loop.
+            assert tasklets[0].code.as_string.count("((double)0x1.0000000000000p+2) *") == 5
+
+
+def test_the_otf_recipe_fuses_hdiff_into_one_map_per_variant_without_domain_transients():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.OTF))
     assert not _whole_domain_transients(sdfg)
     for state in sdfg.states():
         top = [n for n in state.nodes()
@@ -153,13 +175,15 @@ def test_the_recipe_is_named_in_the_lowered_metadata_and_changes_the_fingerprint
     program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     default = SDFGTranslation()
     unfused = attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.NONE))
-    assert default(program).metadata.recipe == "otf+stack"
+    fused = attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.OTF))
+    assert default(program).metadata.recipe == "inline"
     assert unfused(program).metadata.recipe == "none"
-    assert fingerprint(default) != fingerprint(unfused)
-    assert default(program).entry_point != unfused(program).entry_point
+    assert fused(program).metadata.recipe == "otf+stack"
+    assert len({fingerprint(t) for t in (default, unfused, fused)}) == 3
+    assert len({t(program).entry_point for t in (default, unfused, fused)}) == 3
 
 
-@pytest.mark.parametrize("recipe", ["none", "otf+heap", "otf+stack"])
+@pytest.mark.parametrize("recipe", ["inline", "none", "otf+heap", "otf+stack"])
 @pytest.mark.parametrize("shape", [(16, 16, 8), (70, 60, 16)], ids=["sequential", "parallel"])
 def test_every_recipe_matches_numpy_on_hdiff(recipe, shape):
     from backends.dace import Fusion, RowStorage, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
@@ -205,7 +229,11 @@ def test_threads_calling_at_once_on_different_grids_share_the_transients_safely(
     """The loaded SDFG's state holds one buffer for its transients, laid out for the symbols
     of the signature running: concurrent calls on different grids must each get their own
     layout (and a bigger grid a bigger buffer)."""
-    program = corpus.hdiff_program.with_backend(backends.dace_cpu)
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    # The recipe that keeps transients (the default computes hdiff's temporaries inline).
+    backend = attrs_backend(recipe=SDFGRecipe(fusion=Fusion.NONE))
+    program = corpus.hdiff_program.with_backend(backend)
     assert calls_agree_across_threads(
         lambda inp, out: program(inp, 0.05, out),
         lambda inp, out: corpus.hdiff_reference(inp, 0.05, out),

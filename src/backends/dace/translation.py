@@ -6,10 +6,11 @@ The SDFG is built with DaCe's graph API, not ``@dace.program``:
   constant 1 where the compile-time arguments say the last dimension is contiguous, so the
   inner loop vectorizes); every scalar parameter is a scalar argument;
 - every stencil is one map over its output domain (symbols ``lo<k>_<dim>``/``hi<k>_<dim>``)
-  with one C++ tasklet; a local read at shifted positions becomes a transient array computed
-  by its own map over the domain plus the local's extent (``temporaries=False`` recomputes it
-  inline instead), like ``c_cpu``'s temporaries; on CPUs their memory is external, a buffer
-  the loader keeps (``backends.dace.loading``);
+  with one C++ tasklet; a local read at shifted positions is computed inline where it is
+  read (CPU default, recipe ``Fusion.INLINE``; ``temporaries=False`` everywhere) or becomes
+  a transient array computed by its own map over the domain plus the local's extent, like
+  ``c_cpu``'s temporaries; on CPUs their memory is external, a buffer the loader keeps
+  (``backends.dace.loading``), unless the recipe fuses them away;
 - on CPUs the maps span the outer dimensions and each tasklet computes a row along the
   innermost one in a loop marked ``omp simd``, its reads and writes being row pointers (DaCe
   emits no such pragma; per point, gcc versioned every row for aliasing: 15% slower); GPU
@@ -90,12 +91,14 @@ class SDFGTranslation:
 
     Attributes:
         temporaries: keep locals read at shifted positions in transient arrays (True) or
-            recompute them at every use (False).
+            recompute them at every use (False). On CPUs the recipe decides too: with
+            ``Fusion.INLINE`` (its default) they are recomputed whatever this says.
         parallel_min_points: CPU domains with fewer points run on one thread.
         device_type: ``DeviceType.CPU`` (OpenMP maps) or ``DeviceType.CUDA`` (GPU kernels
             over ``GPU_Global`` arrays, for CuPy arguments).
-        recipe: the DaCe transformations applied to a CPU SDFG once built
-            (``backends.dace.recipe``); GPU SDFGs get DaCe's GPU transformation only.
+        recipe: whether a CPU SDFG keeps temporaries (default: computed inline) and the
+            DaCe transformations applied to it once built (``backends.dace.recipe``); GPU
+            SDFGs get DaCe's GPU transformation only.
     """
 
     temporaries: bool = True
@@ -303,7 +306,12 @@ class _StencilStates:
         ir = builder.ir
         # A stencil that runs scans sweeps its axis inside each tasklet: the axis is the row.
         self.sweep = plan_sweeps(stencil)
-        temporaries = builder.options.temporaries and self.sweep is None
+        options = builder.options
+        temporaries = (
+            options.temporaries
+            and self.sweep is None
+            and (options.device_type != DeviceType.CPU or options.recipe.keeps_temporaries)
+        )
         layout = StencilLayout.of(ir, stencil, temporaries=temporaries)
         self.dims: tuple[str, ...] = layout.dims
         if self.sweep is not None:
