@@ -3,6 +3,7 @@ and that every argument check still runs in front of it."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 import backends
 from backends import EmbeddedBackend
 from backends.embedded import embedded_pipeline
-from backends.embedded.plan import plan_program, unplanned_reason
+from backends.embedded.plan import LARGE_DOMAIN, _sweep, plan_program, unplanned_reason
 from benchmarks.workloads import WORKLOADS
 from pipeline import (
     Dimension,
@@ -32,6 +33,8 @@ IJK = Field[[I, J, K], float64]
 _DEFINITION = EmbeddedBackend(
     "embedded_numpy_definition", np, pipeline=embedded_pipeline(np, planned=False)
 )
+# Every stencil that can is evaluated in its outputs, as on large grids.
+_IN_PLACE = EmbeddedBackend("embedded_numpy_in_place", np, pipeline=embedded_pipeline(np, large_domain=0))
 
 
 @field_operator
@@ -53,6 +56,16 @@ def _running_sum(carry: float64, x: float64) -> float64:
 @program
 def running_sum(a: IJK, out: IJK):
     _running_sum(a, out=out)
+
+
+@field_operator
+def _smear(a: IJK, o: IJK) -> IJK:
+    return 2.0 * a + o * 3.0  # reads the output it writes: in place would clobber it first
+
+
+@program
+def smear(a: IJK, out: IJK):
+    _smear(a, out, out=out[:-1, :, :])
 
 
 @field_operator
@@ -105,6 +118,50 @@ def test_values_used_once_are_written_into_their_user() -> None:
     assert sum(line.startswith("a_out[") for line in body) == 1
 
 
+def test_a_large_domain_is_evaluated_in_the_output_without_temporaries() -> None:
+    workload = WORKLOADS["laplacian"]
+    args = workload.host_arguments((34, 34, 32))  # an interior of LARGE_DOMAIN points
+    planned = _run(workload.program, backends.embedded_numpy, args)
+    prog = workload.program.with_backend(backends.embedded_numpy)
+    plan = _executable(prog, *planned.values()).plan
+    assert plan is not None and plan.large_domain == LARGE_DOMAIN == 32 * 32 * 32
+    large = plan.source.split("elif T[0]:")[1].splitlines()[1:]
+    assert all(", out=o" in line for line in large[1:-1])  # after the view, before return
+    reference = dict(args)
+    reference["out"] = reference["out"].copy()
+    workload.reference(reference)
+    np.testing.assert_array_equal(planned["out"], reference["out"])
+
+
+def test_intermediates_are_freed_after_their_last_read() -> None:
+    workload = WORKLOADS["hdiff"]
+    args = workload.host_arguments((8, 8, 4))
+    prog = workload.program.with_backend(backends.embedded_numpy)
+    prog(*args.values())
+    plan = _executable(prog, *args.values()).plan
+    assert plan is not None
+    lines = plan.source.splitlines()
+    for number, line in enumerate(lines):
+        if line.strip().startswith("del "):
+            for name in line.strip()[4:].split(", "):
+                assert name in lines[number - 1]
+                assert not any(name in later for later in lines[number + 1 :])
+
+
+def test_a_stencil_reading_its_output_is_not_evaluated_in_it() -> None:
+    rng = np.random.default_rng(3)
+    a, out = rng.uniform(size=(6, 3, 2)), rng.uniform(size=(6, 3, 2))
+    in_place, definition = out.copy(), out.copy()
+    smear.with_backend(_IN_PLACE)(a, in_place)
+    smear.with_backend(_DEFINITION)(a, definition)
+    expected = out.copy()
+    expected[:-1] = 2.0 * a[:-1] + out[:-1] * 3.0
+    np.testing.assert_array_equal(in_place, expected)
+    np.testing.assert_array_equal(definition, expected)
+    plan = _executable(smear.with_backend(_IN_PLACE), a, in_place).plan
+    assert plan is not None and "out=" not in plan.source
+
+
 def test_a_local_read_only_at_an_offset_reads_no_more_than_the_checks_allow() -> None:
     # a is exactly as large as the checks require: the local t must not be computed at I = 0
     # of the output, where it would read a past its end.
@@ -126,6 +183,22 @@ def test_a_scan_is_a_loop_over_its_axis_calling_its_step_on_planes() -> None:
     plan = _executable(prog, a, out).plan
     assert plan is not None and "_sweep(step" in plan.source
     np.testing.assert_array_equal(out[0, 0], [1.0, 2.0, 3.0, 4.0])
+
+
+def test_a_sweep_stores_its_planes_contiguously_along_its_axis() -> None:
+    prog = running_sum.with_backend(backends.embedded_numpy)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    out = np.zeros_like(a)
+    prog(a, out)
+    plan = _executable(prog, a, out).plan
+    assert plan is not None
+    step = plan.run.__globals__[re.findall(r"_sweep\((step\d+)", plan.source)[0]]
+    (forward,) = _sweep(step, 2, True, (np.float64(0.0),), (np.dtype(np.float64),), (a,))
+    (backward,) = _sweep(step, 2, False, (np.float64(0.0),), (np.dtype(np.float64),), (a,))
+    np.testing.assert_array_equal(forward, np.cumsum(a, axis=2))
+    np.testing.assert_array_equal(backward, np.cumsum(a[..., ::-1], axis=2)[..., ::-1])
+    assert forward.strides[2] == 2 * 3 * 8  # the axis outermost: each plane contiguous
+    np.testing.assert_array_equal(out, np.cumsum(a, axis=2))
 
 
 def test_concat_where_runs_the_definition_and_says_why_it_has_no_plan() -> None:
@@ -179,8 +252,11 @@ def test_plan_and_definition_agree_on_any_grid(
     workload = WORKLOADS[name]
     args = workload.host_arguments(shape, seed)
     planned = _run(workload.program, backends.embedded_numpy, args)
+    in_place = _run(workload.program, _IN_PLACE, args)
     definition = _run(workload.program, _DEFINITION, args)
     np.testing.assert_allclose(planned["out"], definition["out"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(in_place["out"], planned["out"])
     outside = np.ones(shape, bool)
     outside[workload.domain] = False
     np.testing.assert_array_equal(planned["out"][outside], args["out"][outside])
+    np.testing.assert_array_equal(in_place["out"][outside], args["out"][outside])

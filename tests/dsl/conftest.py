@@ -42,6 +42,9 @@ if "numpy_source" not in backends.available_backends():
 ARRAY_API_STRICT = "embedded_array_api_strict"
 # embedded_numpy runs a slicing plan where it can; this one always runs the definition.
 NUMPY_DEFINITION = "embedded_numpy_definition"
+# The plan as it runs on large grids (stencils evaluated in their outputs), on the corpus's
+# small ones.
+NUMPY_IN_PLACE = "embedded_numpy_in_place"
 
 # Optional backends and the markers that skip them where their package (or device) is absent.
 # These are resolved by name inside the fixture, so collecting the tests imports none of them.
@@ -68,6 +71,7 @@ def _backend_params() -> list[Any]:
     params = [
         pytest.param("embedded_numpy", id="embedded_numpy"),
         pytest.param(NUMPY_DEFINITION, id=NUMPY_DEFINITION),
+        pytest.param(NUMPY_IN_PLACE, id=NUMPY_IN_PLACE),
         pytest.param(ARRAY_API_STRICT, id=ARRAY_API_STRICT),
     ]
     params += [
@@ -95,6 +99,10 @@ def resolve_backend(name: str) -> Any:
         elif name == NUMPY_DEFINITION:
             _resolved[name] = EmbeddedBackend(
                 NUMPY_DEFINITION, np, pipeline=embedded_pipeline(np, planned=False)
+            )
+        elif name == NUMPY_IN_PLACE:
+            _resolved[name] = EmbeddedBackend(
+                NUMPY_IN_PLACE, np, pipeline=embedded_pipeline(np, large_domain=0)
             )
         else:
             if name in {"embedded_jax", "jax_jit"}:

@@ -9,7 +9,7 @@ import numpy as np
 
 from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter, input_field
-from backends.embedded.plan import SlicePlan, plan_program
+from backends.embedded.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.arguments import guarded_reach, resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.frontend.parsing import parse_field_operator
@@ -110,12 +110,14 @@ class EmbeddedExecutable:
         planned: on NumPy, run the program's slicing plan (``backends.embedded.plan``) where
             its constructs allow, instead of the definition; ``plan`` is that plan, or None
             where the definition runs (False, another namespace, or no plan).
+        large_domain: the plan's ``SlicePlan.large_domain``.
     """
 
     definition: ProgramDefinition
     ir: ProgramIR = attrs.field(repr=False)
     namespace: Any = attrs.field(repr=namespace_name)
     planned: bool = True
+    large_domain: int = LARGE_DOMAIN
     function: Any = attrs.field(init=False, repr=False)
     plan: SlicePlan | None = attrs.field(init=False, repr=False)
 
@@ -123,7 +125,11 @@ class EmbeddedExecutable:
         # The definition runs against the globals captured on first use, as compiled code does.
         frozen = with_captured_globals(self.definition.function, dict(self.definition.captured))
         object.__setattr__(self, "function", frozen)
-        plan = plan_program(self.ir) if self.planned and self.namespace is np else None
+        plan = (
+            plan_program(self.ir, large_domain=self.large_domain)
+            if self.planned and self.namespace is np
+            else None
+        )
         object.__setattr__(self, "plan", plan)
 
     def __call__(self, *args: Any) -> Any:

@@ -8,6 +8,7 @@ import attrs
 
 from allocators import namespace_name
 from backends.embedded.execution import EmbeddedExecutable
+from backends.embedded.plan import LARGE_DOMAIN
 from pipeline.frontend.step import shared_frontend
 from pipeline.stages import CompilableProgram
 from pipeline.workflow import CompilePipeline, identity
@@ -24,10 +25,13 @@ class EmbeddedLoading:
             of NumPy slicing written once from their IR (``backends.embedded.plan``); False
             runs the definition on every call, so breakpoints and prints in your field
             operators fire (``pipeline.evolve_step("loading", planned=False)``).
+        large_domain: the number of points from which a stencil of the plan is evaluated in
+            its outputs rather than in temporaries (``SlicePlan.large_domain``; 0: always).
     """
 
     namespace: ModuleType = attrs.field(repr=namespace_name)
     planned: bool = True
+    large_domain: int = LARGE_DOMAIN
 
     def __call__(self, program: CompilableProgram, /) -> EmbeddedExecutable:
         if program.definition is None:
@@ -35,17 +39,19 @@ class EmbeddedLoading:
                 f"{program.ir.name}: an embedded program loads in the process that has its "
                 "definition, and this one came from another process"
             )
-        return EmbeddedExecutable(program.definition, program.ir, self.namespace, self.planned)
+        return EmbeddedExecutable(
+            program.definition, program.ir, self.namespace, self.planned, self.large_domain
+        )
 
 
 def embedded_pipeline(
-    namespace: ModuleType, *, planned: bool = True
+    namespace: ModuleType, *, planned: bool = True, large_domain: int = LARGE_DOMAIN
 ) -> CompilePipeline[CompilableProgram, CompilableProgram, EmbeddedExecutable]:
     """The shared frontend, identity translation and compilation, and ``EmbeddedLoading``
-    (``planned``: see ``EmbeddedLoading.planned``)."""
+    (``planned``, ``large_domain``: see ``EmbeddedLoading``)."""
     return CompilePipeline(
         frontend=shared_frontend,
         translation=identity,
         compilation=identity,
-        loading=EmbeddedLoading(namespace, planned),
+        loading=EmbeddedLoading(namespace, planned, large_domain),
     )
