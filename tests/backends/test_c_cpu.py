@@ -34,8 +34,9 @@ from backends.c import (  # noqa: E402
     C_SOURCE,
     CCompilation,
     DamagedArtifactError,
+    CLoading,
+    Launcher,
     c_cpu_pipeline,
-    load_extension,
 )
 from backends.cache import cache_directory  # noqa: E402
 from pipeline import (  # noqa: E402
@@ -82,8 +83,8 @@ def test_translate_returns_the_c_source_with_its_entry_point_and_compiles_nothin
     assert isinstance(source, ProgramSource)
     assert source.format == C_SOURCE and source.format.language == "c"
     assert source.entry_point.startswith("sf_lap")
-    assert f"PyInit_{source.entry_point}(void)" in source.text
-    assert "#include <Python.h>" in source.text and "omp" in source.text
+    assert f'"{source.entry_point}"' in source.text and "sf_program_descriptor" in source.text
+    assert "Python.h" not in source.text and "numpy" not in source.text and "omp" in source.text
     assert compiler.compiles == 0
     assert not (tmp_path / "cache" / "c" / "builds").exists()
     assert np.all(out == -777.25)
@@ -103,7 +104,8 @@ def test_translate_specializes_for_the_strides_of_the_arguments(tmp_path):
     assert contiguous.text != strided.text
 
 
-def test_load_extension_refuses_a_missing_or_altered_object(tmp_path):
+def test_loading_refuses_a_missing_or_altered_object(tmp_path):
+    load_extension = CLoading(Launcher(str(tmp_path / "launcher")))
     source = ProgramSource(C_SOURCE, "", "sf_nothing")
     missing = CompiledArtifact(str(tmp_path / "missing.so"), "0" * 64, "sf_nothing", source)
     with pytest.raises(DamagedArtifactError, match="cannot be read"):

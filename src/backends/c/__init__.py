@@ -1,4 +1,5 @@
-"""The compiled CPU backend: C with OpenMP, one CPython extension module per program.
+"""The compiled CPU backend: C with OpenMP, one plain-C shared object per program, called
+through one launcher extension per machine and interpreter (``backends.c.launcher``).
 
 ``c_cpu_pipeline()`` composes the four steps; ``backends.c_cpu`` is the named instance.
 """
@@ -8,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
-from backends.c.loading import CompiledProgram, DamagedArtifactError, load_extension
+from backends.c.launcher import Launcher
+from backends.c.loading import CLoading, CompiledProgram, DamagedArtifactError
 from backends.c.translation import C_SOURCE, CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
-from backends.cache import step_cache
+from backends.cache import step_cache, toolchain_directory
 from pipeline.caching import CachedStep, ensure_private_directory
 from pipeline.frontend.step import shared_frontend
 from pipeline.stages import CompiledArtifact, ProgramSource
@@ -21,16 +23,17 @@ from pipeline.workflow import CompilePipeline
 __all__ = [
     "C_SOURCE",
     "CCompilation",
+    "CLoading",
     "CTranslation",
     "Choice",
     "CompilationError",
     "CompiledProgram",
     "DamagedArtifactError",
+    "Launcher",
     "MeasurementWarning",
     "Tuning",
     "Variant",
     "c_cpu_pipeline",
-    "load_extension",
 ]
 
 CPipeline = CompilePipeline[ProgramSource, CompiledArtifact, CompiledProgram]
@@ -51,6 +54,9 @@ def c_cpu_pipeline(
             measures its automatic options with ``compilation`` and keeps the choice records
             under ``cache_directory / "choices"``).
         compilation: the compilation step (default ``CCompilation`` building into the cache).
+            Its compiler also builds the launcher, kept in the toolchain directory
+            (``backends.cache.toolchain_directory() / "c-launcher"``, else
+            ``cache_directory / "launcher"``).
         cache_url: a shared cache behind the local one (``redis://host:port/db``); default
             ``STENCILFORGE_CACHE_URL``; ``""`` for none.
     """
@@ -66,5 +72,11 @@ def c_cpu_pipeline(
         frontend=shared_frontend,
         translation=CachedStep(translation, translations),
         compilation=CachedStep(compilation, artifacts, validate=artifact_is_intact),
-        loading=load_extension,
+        loading=CLoading(
+            Launcher(
+                str(toolchain_directory() / "c-launcher"),
+                str(cache_directory / "launcher"),
+                compilation.compiler,
+            )
+        ),
     )

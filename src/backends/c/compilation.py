@@ -1,5 +1,8 @@
 """The C compilation step: ``ProgramSource -> CompiledArtifact`` with the system compiler.
 
+A program is plain C (no Python or NumPy headers: the launcher, ``backends.c.launcher``, is
+the only extension), so its build and its key do not depend on the interpreter.
+
 The build happens in a fresh temporary directory inside the build cache; the finished shared
 object is published with one atomic ``os.replace`` into ``builds/`` under a name derived from
 everything that determines it, and its SHA-256 is recorded in the artifact. A build killed at
@@ -16,11 +19,9 @@ import platform
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import attrs
-import numpy as np
 
 from backends.build_cache import BuildCache, BuildSpace
 from backends.c import units
@@ -155,7 +156,7 @@ def is_gcc(compiler: str, memo_directory: str | None = None) -> bool:
     return "Free Software Foundation" in identity and "clang" not in identity.lower()
 
 
-#: What every build needs to be a loadable extension of OpenMP code, whatever the user's
+#: What every build needs to be a loadable shared object of OpenMP code, whatever the user's
 #: ``flags``: they are always passed, before the optimization flags.
 REQUIRED_FLAGS = ("-fPIC", "-shared", "-fopenmp")
 
@@ -168,7 +169,8 @@ def _default_flags(compilation: CCompilation) -> tuple[str, ...]:
 
 @attrs.frozen
 class CCompilation:
-    """Build a ``ProgramSource`` in C into a CPython extension module.
+    """Build a ``ProgramSource`` in C into a shared object (for c_cpu: a plain-C program that
+    the launcher loads).
 
     Attributes:
         build_directory: the build cache (``builds/`` and ``tmp/`` live inside).
@@ -204,9 +206,6 @@ class CCompilation:
             self.compiler,
             self.command_flags,
             compiler_identity(self.compiler, self.build_directory),
-            sysconfig.get_config_var("EXT_SUFFIX"),
-            sysconfig.get_paths()["include"],
-            np.__version__,
             package_version(),
             source_digest(sys.modules[__name__], units),
         )
@@ -228,8 +227,7 @@ class CCompilation:
     def _build(self, source: ProgramSource, workdir: Path) -> Path:
         """Compile ``source``'s units in ``workdir`` and link them; the shared object."""
         built = workdir / f"{source.entry_point}.so"
-        includes = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
-        return self.build_units(source.entry_point, source.text, workdir, built, includes)
+        return self.build_units(source.entry_point, source.text, workdir, built)
 
     def build_units(
         self,
@@ -255,7 +253,7 @@ class CCompilation:
             files[-1].write_text(unit)
         flags = self.command_flags
         link = flags if shared else tuple(flag for flag in flags if flag != "-shared")
-        # An extension finds libm in the Python process; an executable links it.
+        # A program finds libm in the Python process that loads it; an executable links it.
         libraries = () if shared else ("-lm",)
         if len(files) == 1:
             _run_all(program, [[self.compiler, *link, *includes, str(files[0]), "-o", str(output), *libraries]])

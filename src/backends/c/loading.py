@@ -1,9 +1,7 @@
-"""The loading step: ``CompiledArtifact -> CompiledProgram`` (import the extension module)."""
+"""The loading step: ``CompiledArtifact -> CompiledProgram`` (the launcher opens the program)."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,15 +10,16 @@ import attrs
 import numpy as np
 
 from backends.build_cache import verified_bytes
+from backends.c.launcher import Launcher
 from pipeline.errors import DamagedArtifactError
 from pipeline.stages import CompiledArtifact
 
-__all__ = ["CompiledProgram", "DamagedArtifactError", "load_extension"]
+__all__ = ["CLoading", "CompiledProgram", "DamagedArtifactError"]
 
 
 @attrs.frozen(repr=False)
 class CompiledProgram:
-    """A loaded program: a ``SelfCheckingExecutable`` around the extension's native ``run``.
+    """A loaded program: a ``SelfCheckingExecutable`` around the launcher's native ``run``.
 
     ``fast_entry(*args)`` is the native function: it checks every argument and runs, or
     returns ``NotImplemented`` without touching memory. Calling the object runs arguments the
@@ -48,19 +47,35 @@ class CompiledProgram:
         return f"CompiledProgram({self.name}, {self.path})"
 
 
-def load_extension(artifact: CompiledArtifact, /) -> CompiledProgram:
-    """Import the extension module of ``artifact`` after checking its content hash.
+@attrs.frozen
+class CLoading:
+    """Open a built program with the launcher.
 
-    Raises:
-        DamagedArtifactError: the file is missing or its bytes changed since publish.
+    Attributes:
+        launcher: the launcher that checks and calls the program (built on the first load in
+            a cache, imported once per process); its identity is part of this step's.
     """
-    path = Path(artifact.path)
-    verified_bytes(path, artifact.content_hash, "built object")
-    loader = importlib.machinery.ExtensionFileLoader(artifact.entry_point, str(path))
-    spec = importlib.util.spec_from_file_location(artifact.entry_point, path, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return CompiledProgram(
-        module.run, module.run_disjoint, artifact.source.metadata.name, str(path)
-    )
+
+    launcher: Launcher
+
+    def __fingerprint__(self) -> object:
+        return self.launcher
+
+    def __call__(self, artifact: CompiledArtifact, /) -> CompiledProgram:
+        """The program of ``artifact``, after checking its content hash.
+
+        Raises:
+            DamagedArtifactError: the file is missing, its bytes changed since publish, or it
+                is not a program of this launcher's interface.
+            CompilationError: the launcher had to be built and its build failed.
+        """
+        path = Path(artifact.path)
+        verified_bytes(path, artifact.content_hash, "built object")
+        launcher = self.launcher.module()
+        try:
+            program = launcher.load(str(path))
+        except ImportError as error:
+            raise DamagedArtifactError(f"built object {path}: {error}") from error
+        return CompiledProgram(
+            program.run, program.run_disjoint, artifact.source.metadata.name, str(path)
+        )

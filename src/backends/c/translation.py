@@ -1,4 +1,5 @@
-"""The C translation step: ``CompilableProgram -> ProgramSource`` (a CPython extension)."""
+"""The C translation step: ``CompilableProgram -> ProgramSource`` (a plain-C program with its
+launcher descriptor, ``backends.c.bindings``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from backends.c import (
     bindings,
     codegen,
     expressions,
+    launch_abi,
     runtime,
     scratch,
     sweeps,
@@ -46,6 +48,7 @@ _GENERATOR_VERSION = source_digest(
     codegen,
     expressions,
     bindings,
+    launch_abi,
     runtime,
     scratch,
     sweeps,
@@ -90,7 +93,8 @@ def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: ob
 
 @attrs.frozen
 class CTranslation:
-    """IR -> C with OpenMP, as one CPython extension module per program.
+    """IR -> C with OpenMP, as one plain-C shared object per program (called through the
+    launcher).
 
     Attributes:
         temporaries: compute locals read at shifted positions once per tile into buffers
@@ -157,7 +161,11 @@ class CTranslation:
         # choice names its figures), not where the choice records live.
         key = fingerprint((ir, sorted(unit.items()), self._options(), choices))[:16]
         module_name = f"sf_{ir.name}_{key}"
-        text = generate_module(ir, module_name, stencils, unit, f"{RUNTIME_C}\n{SCRATCH_C}")
+        # The per-thread scratch (and pthread.h) only where a stencil uses it: each header
+        # and helper is parsed on every cold build.
+        scratch = any("sf_scratch(" in code.text for _, code in stencils)
+        runtime = f"{RUNTIME_C}\n{SCRATCH_C}" if scratch else RUNTIME_C
+        text = generate_module(ir, module_name, stencils, unit, runtime)
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)
 
     def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:

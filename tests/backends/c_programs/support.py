@@ -22,8 +22,8 @@ _WRAPPER = """\
 #!/bin/sh
 # A C compiler that logs every invocation, for the c_cpu tests. Translation units compiled
 # on their own (-c) are logged as "unit"; the link of a variant measurement's executable as
-# "measure"; builds of the module (the link, or one command that compiles and links) as
-# "compile"; everything else (--version, target queries) as "probe". Around a build it
+# "measure"; the build of the launcher (once per launcher directory) as "launcher"; builds
+# of a program (the link, or one command that compiles and links) as "compile"; everything else (--version, target queries) as "probe". Around a build it
 # creates compile-started / compile-finished next to itself and
 # sleeps $SF_TEST_CC_BEFORE / $SF_TEST_CC_AFTER seconds, so a test can kill its caller
 # mid-build.
@@ -34,6 +34,9 @@ case " $* " in
     exec {compiler} "$@" ;;
   *"/measure "*)
     echo "measure $$ $*" >> "$here/cc.log"
+    exec {compiler} "$@" ;;
+  *"/sf_launcher.c "*)
+    echo "launcher $$ $*" >> "$here/cc.log"
     exec {compiler} "$@" ;;
   *" -o "*)
     echo "compile $$ $*" >> "$here/cc.log"
@@ -66,8 +69,8 @@ class CompilerWrapper:
         self.log.touch()
 
     def lines(self, kind: str) -> list[str]:
-        """Logged invocations of ``kind`` (``"compile"``, ``"unit"``, ``"measure"`` or
-        ``"probe"``)."""
+        """Logged invocations of ``kind`` (``"compile"``, ``"unit"``, ``"measure"``,
+        ``"launcher"`` or ``"probe"``)."""
         return [line for line in self.log.read_text().splitlines() if line.startswith(kind + " ")]
 
     @property

@@ -1,0 +1,226 @@
+"""The launcher: the one CPython extension of the c_cpu backend, built once per machine.
+
+Programs are plain C (``backends.c.bindings``); what calls them from Python is this
+extension (``backends.c.launcher_source``), compiled once per compiler identity, flags,
+interpreter, NumPy version and machine. It is a toolchain-only product, so it is kept beside
+the build cache, in the toolchain directory (``STENCILFORGE_TOOLCHAIN_DIR``, shared by every
+cache directory), under ``c-launcher/``; where that directory cannot be created, in the build
+cache under ``launcher/``:
+
+- ``builds/sf_launcher.<key>/`` holds ``sf_launcher<EXT_SUFFIX>`` and a ``COMPLETE`` marker
+  with its SHA-256; the folder is published with one atomic ``os.replace``
+  (``BuildCache.publish``), so a build killed at any moment leaves only a stale work
+  directory in ``tmp/``;
+- before it is imported, the file is hashed and compared with the marker; a damaged or
+  altered launcher is removed with a logged warning and built again.
+
+``Launcher.module()`` returns the imported launcher; each process imports a launcher once
+(the per-process registry ``_LOADED``, keyed by the launcher's key).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import logging
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+from pathlib import Path
+from types import ModuleType
+
+import attrs
+import numpy as np
+
+from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verified_bytes
+from backends.c import launch_abi, launcher_source
+from backends.c.compilation import CompilationError, compiler_identity, default_compiler
+from backends.c.launcher_source import LAUNCHER_C, LAUNCHER_MODULE
+from pipeline.caching import ensure_private_directory
+from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
+from pipeline.fingerprint import fingerprint, source_digest
+
+__all__ = ["LAUNCHER_FLAGS", "Launcher"]
+
+_log = logging.getLogger(__name__)
+
+#: The launcher's flags: no ``-march=native``, since its work is argument checks, not loops.
+LAUNCHER_FLAGS = ("-O3",)
+
+_LOADED: dict[str, ModuleType] = {}
+_LOADING = threading.Lock()
+
+
+@attrs.frozen
+class Launcher:
+    """Where the launcher is kept and how it is built.
+
+    Attributes:
+        directory: where it is kept (``<toolchain>/c-launcher``; ``builds/`` and ``tmp/``
+            live inside, and the compiler's identity is remembered there).
+        fallback_directory: where it is kept when ``directory`` cannot be created
+            (``<cache>/launcher``; None: nowhere else). A directory others can write is
+            refused, never worked around.
+        compiler: the C compiler that builds it (any compiler of the platform's C ABI: the
+            interface to programs is plain C).
+        flags: its optimization flags (``-fPIC -shared`` are always added).
+    """
+
+    directory: str
+    fallback_directory: str | None = None
+    compiler: str = attrs.field(factory=default_compiler)
+    flags: tuple[str, ...] = attrs.field(default=LAUNCHER_FLAGS, converter=tuple)
+
+    def __fingerprint__(self) -> object:
+        # Everything the built extension depends on; not where it is kept.
+        return (
+            self.compiler,
+            self.flags,
+            compiler_identity(self.compiler, self.directory),
+            sys.implementation.cache_tag,
+            sysconfig.get_config_var("EXT_SUFFIX"),
+            sysconfig.get_paths()["include"],
+            np.__version__,
+            np.get_include(),
+            source_digest(sys.modules[__name__], launcher_source, launch_abi),
+        )
+
+    @property
+    def key(self) -> str:
+        """The launcher's identity: a digest of everything its build depends on."""
+        return fingerprint(self)[:24]
+
+    @property
+    def name(self) -> str:
+        """The published folder's name."""
+        return f"{LAUNCHER_MODULE}.{self.key}"
+
+    def module(self) -> ModuleType:
+        """The launcher, imported once per process: built and published first if the cache
+        has none, rebuilt if the published one is damaged.
+
+        Raises:
+            CompilationError: the compiler failed.
+            DamagedArtifactError: the launcher was altered between its check and its import,
+                twice.
+        """
+        key = self.key
+        loaded = _LOADED.get(key)
+        if loaded is not None:
+            return loaded
+        with _LOADING:
+            loaded = _LOADED.get(key)
+            if loaded is None:
+                try:
+                    loaded = _import(*self.published())
+                except DamagedArtifactError as error:
+                    # Another process may have replaced it between our check and our import
+                    # (two builds racing to publish): check and import once more.
+                    _log.warning("%s; checking the launcher again", error)
+                    loaded = _import(*self.published())
+                _LOADED[key] = loaded
+            return loaded
+
+    def published(self) -> tuple[Path, str]:
+        """The path of an intact published launcher and its SHA-256 (built if missing, rebuilt
+        with a logged warning if damaged).
+
+        Raises:
+            CompilationError: the compiler failed.
+        """
+        cache = BuildCache(self._root())
+        space = cache.space()
+        folder = space.builds / self.name
+        found = _intact_file(folder)
+        if found is not None:
+            return found
+        if folder.exists():
+            _log.warning("the launcher %s is damaged or incomplete: building it again", folder)
+            shutil.rmtree(folder, ignore_errors=True)
+        return cache.build(LAUNCHER_MODULE, self._build)
+
+    def _root(self) -> Path:
+        """The directory the launcher is kept in (created private if needed)."""
+        try:
+            return ensure_private_directory(self.directory)
+        except UnsafeCacheDirectoryError:
+            raise
+        except OSError as error:
+            if self.fallback_directory is None:
+                raise
+            _log.warning(
+                "cannot use the toolchain directory %s (%s); the c_cpu launcher goes into %s",
+                self.directory,
+                error,
+                self.fallback_directory,
+            )
+            return ensure_private_directory(self.fallback_directory)
+
+    def _build(self, space: BuildSpace, workdir: Path) -> tuple[Path, str]:
+        built = workdir / self.name
+        built.mkdir(mode=0o700)
+        source = workdir / f"{LAUNCHER_MODULE}.c"
+        source.write_text(LAUNCHER_C)
+        output = built / _file_name()
+        command = [
+            self.compiler,
+            "-fPIC",
+            "-shared",
+            *self.flags,
+            f"-I{sysconfig.get_paths()['include']}",
+            f"-I{np.get_include()}",
+            str(source),
+            "-o",
+            str(output),
+        ]
+        try:
+            process = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as error:
+            raise CompilationError(
+                f"cannot run the C compiler {self.compiler!r} to build the c_cpu launcher "
+                f"({error}); install gcc or clang, or set $CC to a working compiler"
+            ) from error
+        if process.returncode != 0:
+            raise CompilationError(
+                f"building the c_cpu launcher failed (exit {process.returncode}); source kept "
+                f"in {workdir}\n{' '.join(command)}\n{process.stderr[-4000:]}"
+            )
+        folder, digest = BuildCache(self._root()).publish(
+            space, built, self.name, [output.name]
+        )
+        return folder / output.name, digest
+
+
+def _file_name() -> str:
+    return f"{LAUNCHER_MODULE}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
+def _intact_file(folder: Path) -> tuple[Path, str] | None:
+    """The launcher in a published ``folder`` and its hash, if the folder is complete and its
+    file has the bytes its marker records."""
+    try:
+        digest = (folder / COMPLETE_MARKER).read_text()
+    except OSError:
+        return None
+    if not BuildCache.intact(folder, digest, [_file_name()]):
+        return None
+    return folder / _file_name(), digest
+
+
+def _import(path: Path, digest: str) -> ModuleType:
+    """Import the launcher at ``path`` after checking its bytes against ``digest``.
+
+    Raises:
+        DamagedArtifactError: the file is missing or its bytes differ.
+    """
+    verified_bytes(path, digest, "c_cpu launcher")
+    loader = importlib.machinery.ExtensionFileLoader(LAUNCHER_MODULE, str(path))
+    spec = importlib.util.spec_from_file_location(LAUNCHER_MODULE, path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    if getattr(module, "abi", None) != launch_abi.LAUNCH_ABI:
+        raise DamagedArtifactError(f"c_cpu launcher {path} is not of interface {launch_abi.LAUNCH_ABI}")
+    return module
