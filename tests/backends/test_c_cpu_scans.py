@@ -63,8 +63,9 @@ LAYOUTS = {
 def test_a_scan_writes_exactly_its_domain_of_an_output_view(
     backend: CompiledBackend, layout: str
 ) -> None:
-    # 70 columns: one full block of 64 (or two of 32) and a partial one.
-    shape = (5, 70, 13)
+    # 70 columns: one full block of 64 (or two of 32) and a partial one; 38 levels: columns
+    # that start anywhere in a cache line and span whole lines.
+    shape = (5, 70, 40)
     inputs = _inputs(shape, seed=len(layout))
     out = LAYOUTS[layout](shape)
     inner_tridiagonal.with_backend(backend)(*inputs, out)

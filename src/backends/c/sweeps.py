@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 from backends.c.codegen import StencilCode, _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
@@ -84,6 +85,22 @@ static inline void sf_stream_4(void* p, const void* value) {
     int bits; memcpy(&bits, value, 4); _mm_stream_si32((int*)p, bits);
 }
 static inline void sf_stream_fence(void) { _mm_sfence(); }
+/* dst[k] = src[k * stride] for k < n. A double's address is a multiple of 8, so the scalar
+   head reaches a 64-byte boundary within 7 stores. */
+static inline void sf_stream_column_f64(double* restrict dst, const double* restrict src,
+                                        int64_t stride, int64_t n) {
+    int64_t k = 0;
+#if defined(__AVX512F__)
+    for (; k < n && ((uintptr_t)(dst + k) & 63) != 0; ++k) sf_stream_8(dst + k, src + k * stride);
+    for (; k + 8 <= n; k += 8) {
+        const double* restrict s = src + k * stride;
+        _mm512_stream_pd(dst + k, _mm512_set_pd(s[7 * stride], s[6 * stride], s[5 * stride],
+                                                s[4 * stride], s[3 * stride], s[2 * stride],
+                                                s[stride], s[0]));
+    }
+#endif
+    for (; k < n; ++k) sf_stream_8(dst + k, src + k * stride);
+}
 #define SF_STREAMS 1
 #else
 #define SF_STREAMS 0
@@ -281,12 +298,23 @@ class _SweepGenerator(_StencilGenerator):
                 f"p_{name} + {self._column(name, axis, vector, f'lo_{axis}')};",
                 f"{indent}    const {ctype}* restrict src = o_{name} + v;",
             ]
-            if dtype.itemsize in (4, 8):
+            if dtype == np.dtype(np.float64):
+                stream = [
+                    f"{indent}        sf_stream_column_f64(dst, src, {self.row}, "
+                    "(int64_t)sf_levels);"
+                ]
+            elif dtype.itemsize in (4, 8):
+                stream = [
+                    f"{indent}        for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
+                    f"{indent}            sf_stream_{dtype.itemsize}(dst + k, src + k * {self.row});",
+                ]
+            else:
+                stream = []
+            if stream:
                 lines += [
                     "#if SF_STREAMS",
                     f"{indent}    if (st_{name}) {{",
-                    f"{indent}        for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
-                    f"{indent}            sf_stream_{dtype.itemsize}(dst + k, src + k * {self.row});",
+                    *stream,
                     f"{indent}        continue;",
                     f"{indent}    }}",
                     "#endif",
