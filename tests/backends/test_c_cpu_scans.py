@@ -19,7 +19,7 @@ import backends
 import backends.c.translation
 from backends import CompiledBackend
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel
-from pipeline import Dimension, Field, float64, program
+from pipeline import Dimension, Field, float32, float64, int64, program, scan_operator
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
 IJK = Field[[I, J, K], float64]
@@ -88,3 +88,44 @@ def test_an_output_contiguous_along_the_axis_goes_through_a_block_buffer(
     assert "o_x[" not in strided.source.text
     streams_all = backend.name.endswith("streaming")
     assert ("(size_t)1LL;" in contiguous.source.text) == streams_all
+
+
+@scan_operator(axis=K, forward=True, init=0)
+def running_total(total: int64, value: int64) -> int64:
+    return total + value
+
+
+@scan_operator(axis=K, forward=False, init=1.0)
+def damped_from_the_top(carry: float32, value: float32) -> float32:
+    return carry * float32(0.5) + value
+
+
+@program
+def totals(f: Field[[I, J, K], int64], out: Field[[I, J, K], int64]):
+    running_total(f, out=out[1:, :, 2:])
+
+
+@program
+def damped(f: Field[[I, J, K], float32], out: Field[[I, J, K], float32]):
+    damped_from_the_top(f, out=out[:, 3:, :-1])
+
+
+def test_scans_of_other_dtypes_write_their_domain(backend: CompiledBackend) -> None:
+    shape = (4, 67, 21)
+    rng = np.random.default_rng(7)
+    f = rng.integers(-50, 50, shape)
+    out = np.full(shape, -1, np.int64)
+    totals.with_backend(backend)(f, out)
+    expected = np.full(shape, -1, np.int64)
+    expected[1:, :, 2:] = np.cumsum(f[1:, :, 2:], axis=2)
+    np.testing.assert_array_equal(out, expected)
+
+    g = rng.uniform(-1, 1, shape).astype(np.float32)
+    out32 = np.full(shape, -1, np.float32)
+    damped.with_backend(backend)(g, out32)
+    expected32 = np.full(shape, -1, np.float32)
+    carry = np.ones(shape[:2], np.float32)[:, 3:]
+    for k in reversed(range(shape[2] - 1)):
+        carry = carry * np.float32(0.5) + g[:, 3:, k]
+        expected32[:, 3:, k] = carry
+    np.testing.assert_allclose(out32, expected32, rtol=1e-6)
