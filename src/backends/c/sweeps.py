@@ -6,19 +6,26 @@ OpenMP threads, and the innermost other dimension is cut into blocks whose point
 vector loop inside each step, with the carry of each point in a per-thread array::
 
     for x_P, block of x_V (parallel):           # the other dimensions
-        copy each field read only along the axis into g[axis][v]   (columns, contiguous)
+        for v in the block: copy column v of each field read only along the axis
+            into g[axis][v]                       (one pass over the columns, all fields)
         for each pass (backends.loops.plan_sweeps), in its direction along the axis:
             carry[v] = init                       # for every v of the block
             for x_K (sequential):
                 for x_V in the block (omp simd):
                     point values -> new carry; kept[x_K][v] = new carry, for later passes
-                    (last pass) outputs
+                    (last pass) outputs, into o[x_K][v] where the output is contiguous
+                    along the axis
+        for v in the block: copy o[.][v] out to the output's column (streaming stores
+            when the output is larger than half the last-level cache)
 
 A field operator solving a tridiagonal system (a forward sweep, then a backward one that
 reads it) is one stencil: the forward results stay in the block's buffers, in cache, and
 only the inputs and the solution cross the memory bus. Locals are computed inline at each
 step (no temporaries: a sweep has no tiles to fill them over). A stencil whose outputs span
 only the axis runs one column, on one thread.
+
+The block's buffers are rows of ``block + ROW_PAD`` points, cut from the thread's scratch
+block (``scratch.SCRATCH_C``). ADR 0014 records the measurements behind the layout.
 """
 
 from __future__ import annotations
@@ -28,15 +35,24 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 from backends.c.codegen import StencilCode, _StencilGenerator
-from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, literal
+from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, float64
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
 from pipeline.passes.traversal import walk
 
-__all__ = ["BLOCKS", "choose_block", "generate_sweep", "l1_data_cache_bytes"]
+__all__ = [
+    "BLOCKS",
+    "ROW_PAD",
+    "STREAM_C",
+    "choose_block",
+    "generate_sweep",
+    "l1_data_cache_bytes",
+    "last_level_cache_bytes",
+]
 
 #: Points of the vector dimension per block, by default (``CTranslation.sweep_block=None``)
 #: the largest of these whose rows fit half the L1 data cache: each step of a pass touches
@@ -49,20 +65,76 @@ __all__ = ["BLOCKS", "choose_block", "generate_sweep", "l1_data_cache_bytes"]
 #: 17.5-18.1 with 32, 20.9-22.5 with 64.
 BLOCKS = (64, 32, 16)
 
+#: Points added to each row of a block's buffers. Rows of 16, 32 or 64 doubles are 128 to
+#: 512 bytes apart, so the rows a column is copied into map to a quarter or less of the L1
+#: sets and evict each other; a row one cache line longer spreads them over all sets.
+#: Measured on the 2-core Zen 4 (tridiagonal, 256x256x64, 32 points a block): 11.4 ms with
+#: rows of 32, 9.5 with 40, 9.6 with 36.
+ROW_PAD = 8
 
-@functools.cache
-def l1_data_cache_bytes() -> int:
-    """The first CPU's level-1 data cache, from sysfs (32 KiB where it does not say)."""
+#: Non-temporal stores for the copy out of a block's output buffer: an output larger than the
+#: cache would be evicted before it is read again, and a non-temporal store does not read the
+#: line first (one transfer, not two). x86-64 only; elsewhere plain stores.
+STREAM_C = """
+#if defined(__x86_64__)
+#include <immintrin.h>
+static inline void sf_stream_8(void* p, const void* value) {
+    long long bits; memcpy(&bits, value, 8); _mm_stream_si64((long long*)p, bits);
+}
+static inline void sf_stream_4(void* p, const void* value) {
+    int bits; memcpy(&bits, value, 4); _mm_stream_si32((int*)p, bits);
+}
+static inline void sf_stream_fence(void) { _mm_sfence(); }
+/* dst[k] = src[k * stride] for k < n. A double's address is a multiple of 8, so the scalar
+   head reaches a 64-byte boundary within 7 stores. */
+static inline void sf_stream_column_f64(double* restrict dst, const double* restrict src,
+                                        int64_t stride, int64_t n) {
+    int64_t k = 0;
+#if defined(__AVX512F__)
+    for (; k < n && ((uintptr_t)(dst + k) & 63) != 0; ++k) sf_stream_8(dst + k, src + k * stride);
+    for (; k + 8 <= n; k += 8) {
+        const double* restrict s = src + k * stride;
+        _mm512_stream_pd(dst + k, _mm512_set_pd(s[7 * stride], s[6 * stride], s[5 * stride],
+                                                s[4 * stride], s[3 * stride], s[2 * stride],
+                                                s[stride], s[0]));
+    }
+#endif
+    for (; k < n; ++k) sf_stream_8(dst + k, src + k * stride);
+}
+#define SF_STREAMS 1
+#else
+#define SF_STREAMS 0
+static inline void sf_stream_fence(void) {}
+#endif
+"""
+
+
+def _cache_bytes(levels: set[str], fallback: int) -> int:
+    """The largest data cache of the first CPU among ``levels``, from sysfs."""
+    found = []
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:
             level = (index / "level").read_text().strip()
             kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
+            size = (index / "size").read_text().strip().upper()
         except OSError:
             continue
-        if level == "1" and kind in {"Data", "Unified"} and size.endswith("K"):
-            return int(size[:-1]) * 1024
-    return 32 * 1024
+        scale = {"K": 2**10, "M": 2**20}.get(size[-1:], 0)
+        if level in levels and kind in {"Data", "Unified"} and scale and size[:-1].isdigit():
+            found.append(int(size[:-1]) * scale)
+    return max(found, default=fallback)
+
+
+@functools.cache
+def l1_data_cache_bytes() -> int:
+    """The first CPU's level-1 data cache, from sysfs (32 KiB where it does not say)."""
+    return _cache_bytes({"1"}, 32 * 1024)
+
+
+@functools.cache
+def last_level_cache_bytes() -> int:
+    """The first CPU's largest cache, from sysfs (32 MiB where it does not say)."""
+    return _cache_bytes({"1", "2", "3", "4"}, 32 * 2**20)
 
 
 def choose_block(rows: int, l1_bytes: int) -> int:
@@ -75,19 +147,29 @@ def choose_block(rows: int, l1_bytes: int) -> int:
 
 class _SweepGenerator(_StencilGenerator):
     block = BLOCKS[0]  # set per stencil by generate_sweep
+    stream_min_bytes = 16 * 2**20  # set per stencil by generate_sweep
     # Fields copied per block into [axis][vector] buffers: name -> (lower, upper) reach along
     # the axis. Set by generate().
     buffered: dict[str, tuple[int, int]] = {}  # noqa: RUF012
+    # Outputs written into a block buffer o_<name>[axis][vector] by the last pass and copied
+    # out column by column after it. Set by generate().
+    staged: frozenset[str] = frozenset()
     transpose = True
     _axis = ""
     _vector: str | None = None
+    _kept = "0"
+
+    @property
+    def row(self) -> int:
+        """Points from one row of a block buffer to the next (one step along the axis)."""
+        return self.block + ROW_PAD
 
     def read(self, body: ExpressionEmitter, name: str, offsets: tuple[tuple[str, int], ...]) -> str:
         if name in self.buffered and name not in self.definitions:
             lower, _ = self.buffered[name]
             shift = dict(offsets).get(self._axis, 0)
             index = (
-                f"(x_{self._axis} + ({shift}) - lo_{self._axis} - ({lower})) * {self.block} + "
+                f"(x_{self._axis} + ({shift}) - lo_{self._axis} - ({lower})) * {self.row} + "
                 f"(x_{self._vector} - b_{self._vector})"
             )
             param = self.program.param(name)
@@ -120,25 +202,126 @@ class _SweepGenerator(_StencilGenerator):
             chosen[extent.name] = (reach.lower, reach.upper)
         return chosen
 
-    def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
-        lines = []
-        for name, (lower, upper) in self.buffered.items():
-            param = self.program.param(name)
+    def _choose_staged(self, axis: str, vector: str | None) -> frozenset[str]:
+        """Outputs over every dimension of the domain, contiguous along the axis, and not read
+        by the stencil: their values of a block go to a buffer, then out a column at a time.
+        Stored in place, consecutive points of the vector loop are a column apart, so every
+        store of a step writes a different cache line (which a plain store reads first)."""
+        if vector is None or not self.transpose:
+            return frozenset()
+        read = {extent.name for extent in self.stencil.extents}
+        read |= {guarded.name for guarded in self.stencil.guarded}
+        chosen = set()
+        for target in self.stencil.outputs:
+            param = self.program.param(target.name)
             assert isinstance(param.type, FieldType)
-            ctype = C_TYPES[param.type.dtype]
-            terms = []
-            for position, dim in enumerate(param.type.dim_names):
-                if dim == axis:
-                    terms.append(f"(lo_{axis} + ({lower}))")
-                elif dim == vector:
-                    terms.append(f"(b_{vector} + v) * s_{name}_{position}")
-                else:
-                    terms.append(f"x_{dim} * s_{name}_{position}")
+            dims = param.type.dim_names
+            if (
+                target.name not in read
+                and dims[-1] == axis
+                and sorted(dims) == sorted(self.dims)
+                and self.unit_stride.get(target.name)
+            ):
+                chosen.add(target.name)
+        return frozenset(chosen)
+
+    def _store_outputs(self, body: ExpressionEmitter) -> list[str]:
+        stores = []
+        plain = super()._store_outputs(body)
+        for target, result, store in zip(
+            self.stencil.outputs, self.stencil.results, plain, strict=True
+        ):
+            if target.name not in self.staged:
+                stores.append(store)
+                continue
+            param = self.program.param(target.name)
+            assert isinstance(param.type, FieldType) and result.type is not None
+            value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
+            stores.append(f"o_{target.name}[{self._kept}] = {value};")
+        return stores
+
+    def _column(self, name: str, axis: str, vector: str, start: str) -> str:
+        """The offset of column ``b_<vector> + v`` of field ``name`` at ``start`` along the
+        axis (the other dimensions at the block's point)."""
+        param = self.program.param(name)
+        assert isinstance(param.type, FieldType)
+        terms = []
+        for position, dim in enumerate(param.type.dim_names):
+            if dim == axis:
+                terms.append(start)
+            elif dim == vector:
+                terms.append(f"(b_{vector} + v) * s_{name}_{position}")
+            else:
+                terms.append(f"x_{dim} * s_{name}_{position}")
+        return " + ".join(terms)
+
+    def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
+        """One loop over the block's columns copying every buffered field's column, the fields
+        of one reach in one loop along the axis: the inputs' columns are read side by side,
+        as streams the hardware prefetcher follows, in one pass over the block."""
+        if not self.buffered:
+            return []
+        by_reach: dict[tuple[int, int], list[str]] = {}
+        for name, reach in self.buffered.items():
+            by_reach.setdefault(reach, []).append(name)
+        lines = [f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{"]
+        for (lower, upper), names in by_reach.items():
+            for name in names:
+                ctype = C_TYPES[self.program.param(name).type.dtype]
+                start = f"(lo_{axis} + ({lower}))"
+                lines.append(
+                    f"{indent}    const {ctype}* restrict src_{name} = "
+                    f"p_{name} + {self._column(name, axis, vector, start)};"
+                )
+            lines.append(
+                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels + {upper - lower}; ++k) {{"
+            )
+            lines += [
+                f"{indent}        g_{name}[k * {self.row} + v] = src_{name}[k];" for name in names
+            ]
+            lines.append(f"{indent}    }}")
+        lines.append(f"{indent}}}")
+        return lines
+
+    def _copy_out(self, axis: str, vector: str, indent: str) -> list[str]:
+        """The staged outputs' block buffers, out to their columns."""
+        lines = []
+        for target in self.stencil.outputs:
+            name = target.name
+            if name not in self.staged:
+                continue
+            dtype = self.program.param(name).type.dtype
+            ctype = C_TYPES[dtype]
             lines += [
                 f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{",
-                f"{indent}    const {ctype}* restrict src = p_{name} + {' + '.join(terms)};",
-                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels + {upper - lower}; ++k)",
-                f"{indent}        g_{name}[k * {self.block} + v] = src[k];",
+                f"{indent}    {ctype}* restrict dst = "
+                f"p_{name} + {self._column(name, axis, vector, f'lo_{axis}')};",
+                f"{indent}    const {ctype}* restrict src = o_{name} + v;",
+            ]
+            if dtype == np.dtype(np.float64):
+                stream = [
+                    f"{indent}        sf_stream_column_f64(dst, src, {self.row}, "
+                    "(int64_t)sf_levels);"
+                ]
+            elif dtype.itemsize in (4, 8):
+                stream = [
+                    f"{indent}        for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
+                    f"{indent}            sf_stream_{dtype.itemsize}(dst + k, src + k * {self.row});",
+                ]
+            else:
+                stream = []
+            if stream:
+                lines += [
+                    "#if SF_STREAMS",
+                    f"{indent}    if (st_{name}) {{",
+                    *stream,
+                    f"{indent}        continue;",
+                    f"{indent}    }}",
+                    "#endif",
+                ]
+            lines += [
+                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
+                f"{indent}        dst[k] = src[k * {self.row}];",
                 f"{indent}}}",
             ]
         return lines
@@ -151,9 +334,10 @@ class _SweepGenerator(_StencilGenerator):
         vector = others[-1] if others else None
         parallel = others[:-1]
         slot = f"x_{vector} - b_{vector}" if vector else "0"
-        kept = f"(x_{axis} - lo_{axis}) * {self.block} + {slot}"
-        self._axis, self._vector = axis, vector
+        kept = f"(x_{axis} - lo_{axis}) * {self.row} + {slot}"
+        self._axis, self._vector, self._kept = axis, vector, kept
         self.buffered = self._choose_buffered(axis, vector)
+        self.staged = self._choose_staged(axis, vector)
         keys = [key for _, phase in plan.phases for key in phase]
         numbers = {key: n for n, key in enumerate(keys)}
         last = len(plan.phases) - 1
@@ -183,9 +367,20 @@ class _SweepGenerator(_StencilGenerator):
             for key, n in numbers.items()
             for i, param in enumerate(key[0].carry)
         ]
-        kept_buffers = [
-            (n, i, ctype) for n, i, ctype, _ in carries if plan.phase_of(keys[n]) < last
+        # The thread's buffers: (name, C type, elements).
+        buffers = [(f"c{n}_{i}", ctype, str(self.block)) for n, i, ctype, _ in carries]
+        for field, (lower, upper) in self.buffered.items():
+            ctype = C_TYPES[self.program.param(field).type.dtype]
+            buffers.append((f"g_{field}", ctype, f"{self.row} * (sf_levels + {upper - lower})"))
+        buffers += [
+            (f"k{n}_{i}", ctype, f"{self.row} * sf_levels")
+            for n, i, ctype, _ in carries
+            if plan.phase_of(keys[n]) < last
         ]
+        for target in self.stencil.outputs:
+            if target.name in self.staged:
+                ctype = C_TYPES[self.program.param(target.name).type.dtype]
+                buffers.append((f"o_{target.name}", ctype, f"{self.row} * sf_levels"))
         name = f"sf_stencil_{self.index}"
         signature = (
             f'__attribute__((visibility("hidden"))) int {name}'
@@ -193,7 +388,8 @@ class _SweepGenerator(_StencilGenerator):
         )
         lines = [f"{signature} {{"]
         lines += [
-            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(self.dims)
+            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];"
+            for i, d in enumerate(self.dims)
         ]
         lines += self._unpack()
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in self.dims)
@@ -201,32 +397,33 @@ class _SweepGenerator(_StencilGenerator):
         lines += [
             "    int failed = 0;",
             f"    const size_t sf_levels = (size_t)(hi_{axis} - lo_{axis});",
-            f"    #pragma omp parallel if ({threaded})",
-            "    {",
         ]
-        allocated = []
-        for n, i, ctype, _ in carries:
-            allocated.append(f"c{n}_{i}")
-            lines.append(
-                f"        {ctype}* restrict c{n}_{i} = "
-                f"({ctype}*)malloc(sizeof({ctype}) * {self.block});"
-            )
-        for field, (lower, upper) in self.buffered.items():
-            ctype = C_TYPES[self.program.param(field).type.dtype]
-            allocated.append(f"g_{field}")
-            lines.append(
-                f"        {ctype}* restrict g_{field} = ({ctype}*)malloc(sizeof({ctype}) * "
-                f"{self.block} * (sf_levels + {upper - lower}));"
-            )
-        for n, i, ctype in kept_buffers:
-            allocated.append(f"k{n}_{i}")
-            lines.append(
-                f"        {ctype}* restrict k{n}_{i} = "
-                f"({ctype}*)malloc(sizeof({ctype}) * {self.block} * sf_levels);"
-            )
-        have = " && ".join(f"{buffer} != NULL" for buffer in allocated) or "1"
+        for target in self.stencil.outputs:
+            if target.name in self.staged:
+                ctype = C_TYPES[self.program.param(target.name).type.dtype]
+                lines.append(
+                    f"    const int st_{target.name} = (size_t)({points}) * sizeof({ctype}) >= "
+                    f"(size_t){self.stream_min_bytes}LL; (void)st_{target.name};"
+                )
+        lines += [f"    #pragma omp parallel if ({threaded})", "    {"]
         lines += [
-            f"        if (!({have})) {{",
+            f"        const size_t z_{buffer} = sf_round64(sizeof({ctype}) * {count});"
+            for buffer, ctype, count in buffers
+        ]
+        total = " + ".join(f"z_{buffer}" for buffer, _, _ in buffers) or "0"
+        lines += [
+            "        int sf_owned;",
+            f"        char* sf_block = sf_scratch({total}, &sf_owned);",
+        ]
+        offset = "0"
+        for buffer, ctype, _ in buffers:
+            lines.append(
+                f"        {ctype}* restrict {buffer} = "
+                f"sf_block ? ({ctype}*)(sf_block + {offset}) : NULL;"
+            )
+            offset = f"z_{buffer}" if offset == "0" else f"{offset} + z_{buffer}"
+        lines += [
+            "        if (sf_block == NULL) {",
             "            #pragma omp atomic write",
             "            failed = 1;",
             "        }",
@@ -258,11 +455,20 @@ class _SweepGenerator(_StencilGenerator):
             lines += self._pass(
                 plan, phase, numbers, forward, body_lines, stores, axis, vector, loop_indent
             )
+        if vector:
+            lines += self._copy_out(axis, vector, loop_indent)
         for depth in reversed(range(len(loops))):
             lines.append(f"{outer}{'    ' * depth}}}")
+        if self.staged:
+            # Non-temporal stores are weakly ordered: drained before the caller reads them.
+            lines.append("            sf_stream_fence();")
         lines.append("        }")
-        lines += [f"        free({buffer});" for buffer in allocated]
-        lines += ["    }", "    return failed ? -1 : 0;", "}"]
+        lines += [
+            "        if (sf_owned) free(sf_block);",
+            "    }",
+            "    return failed ? -1 : 0;",
+            "}",
+        ]
         return StencilCode(name, signature, "\n".join(lines), self.dims)
 
     def _pass(
@@ -330,11 +536,14 @@ def generate_sweep(
     parallel_min_points: int,
     block: int | None = None,
     l1_bytes: int = 32 * 1024,
+    llc_bytes: int = 32 * 2**20,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil``, which runs scans, over a
     domain (the same signature and return value as ``codegen.generate_stencil``'s), with
     ``block`` points of the vector dimension per block (None: ``choose_block`` for the rows
-    the stencil reads and an L1 data cache of ``l1_bytes``)."""
+    the stencil reads and an L1 data cache of ``l1_bytes``). Outputs of at least half of
+    ``llc_bytes`` over the domain are written with non-temporal stores. The translation unit
+    must define ``STREAM_C`` and ``scratch.SCRATCH_C`` before the function."""
     generator = _SweepGenerator(
         program,
         stencil,
@@ -347,8 +556,11 @@ def generate_sweep(
     )
     rows = _rows_read(program, stencil)
     generator.block = block if block is not None else choose_block(rows, l1_bytes)
+    generator.stream_min_bytes = max(llc_bytes // 2, 1)
     code = generator.generate()
-    how = "given" if block is not None else f"chosen: {rows} rows a step, L1d {l1_bytes // 1024} KiB"
+    how = (
+        "given" if block is not None else f"chosen: {rows} rows a step, L1d {l1_bytes // 1024} KiB"
+    )
     note = f"/* sweep block: {generator.block} points ({how}) */"
     return attrs.evolve(code, text=f"{note}\n{code.text}")
 

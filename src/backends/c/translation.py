@@ -26,7 +26,12 @@ from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.runtime import RUNTIME_C
 from backends.c.scratch import SCRATCH_C
-from backends.c.sweeps import generate_sweep, l1_data_cache_bytes
+from backends.c.sweeps import (
+    STREAM_C,
+    generate_sweep,
+    l1_data_cache_bytes,
+    last_level_cache_bytes,
+)
 from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
 from pipeline import arguments
@@ -133,9 +138,11 @@ class CTranslation:
         return self.temporaries is None or self.tile_sizes is None
 
     def __fingerprint__(self) -> object:
-        # The automatic sweep block depends on the machine's L1 data cache; automatic
-        # variants on what was measured on this machine (the tuning's key names it).
-        machine = l1_data_cache_bytes() if self.sweep_block is None else None
+        # The automatic sweep block depends on the machine's L1 data cache, which outputs a
+        # sweep streams on its last-level cache; automatic variants on what was measured on
+        # this machine (the tuning's key names it).
+        l1 = l1_data_cache_bytes() if self.sweep_block is None else None
+        machine = (l1, last_level_cache_bytes())
         tuning = self.tuning if self.automatic else None
         return (self._options(), machine, tuning, _GENERATOR_VERSION)
 
@@ -161,11 +168,14 @@ class CTranslation:
         # choice names its figures), not where the choice records live.
         key = fingerprint((ir, sorted(unit.items()), self._options(), choices))[:16]
         module_name = f"sf_{ir.name}_{key}"
-        # The per-thread scratch (and pthread.h) only where a stencil uses it: each header
-        # and helper is parsed on every cold build.
-        scratch = any("sf_scratch(" in code.text for _, code in stencils)
-        runtime = f"{RUNTIME_C}\n{SCRATCH_C}" if scratch else RUNTIME_C
-        text = generate_module(ir, module_name, stencils, unit, runtime)
+        # The per-thread scratch (and pthread.h) and the streaming stores (immintrin.h) only
+        # where a stencil uses them: each header and helper is parsed on every cold build.
+        runtime = [RUNTIME_C]
+        if any("sf_scratch(" in code.text for _, code in stencils):
+            runtime.append(SCRATCH_C)
+        if any("sf_stream" in code.text for _, code in stencils):
+            runtime.append(STREAM_C)
+        text = generate_module(ir, module_name, stencils, unit, "\n".join(runtime))
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)
 
     def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:
@@ -198,6 +208,7 @@ class CTranslation:
                 parallel_min_points=self.parallel_min_points,
                 block=self.sweep_block,
                 l1_bytes=l1_data_cache_bytes(),
+                llc_bytes=last_level_cache_bytes(),
             )
             return code, None
         choice = self.choose(ir, stencil, unit)
