@@ -191,13 +191,17 @@ class Tuning:
         unit_stride: Mapping[str, bool],
         temporaries: bool | None,
         tile_sizes: tuple[int, ...] | None,
+        prefetch_distance: int | None,
+        streaming_stores: bool | None,
         parallel_min_points: int,
-        prefetch_distance: int,
+        streaming_min_bytes: int,
     ) -> Choice:
         """The variant of ``stencil``: the only candidate, or the measured fastest (from its
         choice record when there is one). A failed measurement warns
         (``MeasurementWarning``) and takes the first candidate."""
-        found = choose_unmeasured(program, stencil, temporaries, tile_sizes)
+        found = choose_unmeasured(
+            program, stencil, temporaries, tile_sizes, prefetch_distance, streaming_stores
+        )
         if isinstance(found, Choice):
             return found
         layout = StencilLayout.of(program, stencil, temporaries=True)
@@ -213,7 +217,8 @@ class Tuning:
                 temporaries=variant.temporaries,
                 tile_sizes=variant.tile_sizes,
                 parallel_min_points=parallel_min_points,
-                prefetch_distance=prefetch_distance,
+                prefetch_distance=variant.prefetch_distance,
+                streaming_min_bytes=streaming_min_bytes if variant.streaming_stores else None,
             )
             for number, variant in enumerate(found)
         ]
@@ -229,8 +234,9 @@ class Tuning:
         except (CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired) as error:
             warnings.warn(
                 f"could not measure the variants of {stencil.operator_name} in {program.name} "
-                f"({error}); using {found[0].describe()}. Pass temporaries= and tile_sizes= "
-                "to CTranslation to choose without measuring",
+                f"({error}); using {found[0].describe()}. Pass temporaries=, tile_sizes=, "
+                "prefetch_distance= and streaming_stores= to CTranslation to choose without "
+                "measuring",
                 MeasurementWarning,
                 stacklevel=2,
             )
