@@ -165,15 +165,21 @@ def test_other_figures_for_the_same_winner_build_the_same_code(measured, tmp_pat
     assert text == measured.text
 
 
-def test_a_stencil_without_shifted_locals_measures_prefetching_and_streaming_stores(tmp_path):
+def test_stencils_without_shifted_locals_measure_prefetching_and_streaming_once_per_machine(
+    tmp_path,
+):
     compiler = CompilerWrapper(tmp_path / "cc")
     backend = private_backend(tmp_path / "cache", compiler)
     inp = np.zeros((10, 9, 4))
 
     text = stencils.lap.with_backend(backend).lower(inp, inp.copy()).as_text()
+    other = stencils.clip_program.with_backend(backend).lower(inp, inp.copy()).as_text()
 
+    note = notes(text)["laplacian"]
     assert re.match(r"temporaries, tiles 8x32, (prefetch 4|no prefetch)(, streaming stores)? "
-                    r"\(measured: on ", notes(text)["laplacian"])
+                    r"\(measured: for every stencil without shifted locals, on ", note)
+    # Another such stencil reads the same record: the same variant, nothing measured.
+    assert notes(other)["clipped"] == note
     assert measurements(compiler) == 1
     [(_, record)] = choice_records(tmp_path / "cache")
     assert [variant.describe() for variant, _, _ in record.timings] == [
