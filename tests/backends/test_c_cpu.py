@@ -73,9 +73,17 @@ def lap_arguments(seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- inspection
 
 
+#: Translation options that leave nothing to measure.
+GIVEN = {"temporaries": True, "tile_sizes": (8, 32), "prefetch_distance": 4,
+         "streaming_stores": False}
+
+
 def test_translate_returns_the_c_source_with_its_entry_point_and_compiles_nothing(tmp_path):
     compiler = CompilerWrapper(tmp_path / "cc")
-    backend = private_backend(tmp_path / "cache", compiler)
+    automatic = private_backend(tmp_path / "cache", compiler)
+    backend = attrs.evolve(
+        automatic, pipeline=automatic.pipeline.evolve_step("translation", **GIVEN)
+    )
     inp, out = lap_arguments()
 
     source = stencils.lap.with_backend(backend).lower(inp, out).source
@@ -89,7 +97,10 @@ def test_translate_returns_the_c_source_with_its_entry_point_and_compiles_nothin
     assert not (tmp_path / "cache" / "c" / "builds").exists()
     assert np.all(out == -777.25)
     # The named instance generates the same source (it does not depend on the cache).
-    assert stencils.lap.with_backend(backends.c_cpu).lower(inp, out).source == source
+    named = attrs.evolve(
+        backends.c_cpu, pipeline=backends.c_cpu.pipeline.evolve_step("translation", **GIVEN)
+    )
+    assert stencils.lap.with_backend(named).lower(inp, out).source == source
 
 
 def test_translate_specializes_for_the_strides_of_the_arguments(tmp_path):

@@ -44,7 +44,11 @@ from pipeline import CachedStep  # noqa: E402
 
 
 @pytest.fixture
-def cache(tmp_path: Path) -> Path:
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # The workers run one OpenMP thread: a backend in this process must be the same machine
+    # (choice records and automatic translations are keyed by the cores), or it measures
+    # apart and may build another variant.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     return tmp_path / "cache"
 
 

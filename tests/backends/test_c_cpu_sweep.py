@@ -64,7 +64,11 @@ GRIDS = ((2 * HALO + 13, 2 * HALO + 7, 2 * HALO + 5), (2 * HALO + 1, 2 * HALO + 
 def _with_temporaries() -> CompiledBackend:
     """c_cpu with its temporaries (the sweep under test) whatever this machine would choose."""
     pipeline = backends.c_cpu.pipeline.evolve_step(
-        "translation", temporaries=True, tile_sizes=(8, 32)
+        "translation",
+        temporaries=True,
+        tile_sizes=(8, 32),
+        prefetch_distance=4,
+        streaming_stores=False,
     )
     return CompiledBackend("c_cpu_temporaries", backends.c_cpu.allocator, pipeline)
 
@@ -73,7 +77,12 @@ def _tiny_tiles() -> CompiledBackend:
     """c_cpu with 2x3 tiles and OpenMP at any size: many tiles, partial ones at every edge."""
     pipeline = backends.c_cpu.pipeline
     step = attrs.evolve(
-        pipeline.translation.step, temporaries=True, tile_sizes=(2, 3), parallel_min_points=0
+        pipeline.translation.step,
+        temporaries=True,
+        tile_sizes=(2, 3),
+        prefetch_distance=4,
+        streaming_stores=False,
+        parallel_min_points=0,
     )
     return CompiledBackend(
         "c_cpu_tiny_tiles",

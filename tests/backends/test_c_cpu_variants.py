@@ -1,9 +1,10 @@
-"""c_cpu's choice between temporaries and recomputation (and the tile shape), per machine.
+"""c_cpu's choice of a stencil's variant per machine: temporaries or recomputation, the tile
+shape, the prefetch distance, streaming stores.
 
-The automatic translation measures the candidates of a stencil with temporaries once per
-machine and records the choice (ADR 0009); explicit options win; the generated C names the
-variant and how it was chosen. Both ways of computing locals agree with NumPy on the corpus.
-Timings are never asserted: only that a measurement happened or did not.
+The automatic translation measures the candidates of a stencil once per machine and records
+the choice (ADR 0009); explicit options win; the generated C names the variant and how it
+was chosen, and the choice record keeps the figures. Every candidate agrees with NumPy on the
+corpus. Timings are never asserted: only that a measurement happened or did not.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
 import allocators  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.c import CCompilation, CTranslation, c_cpu_pipeline, machine  # noqa: E402
+from backends.c.variants import Choice  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
+from pipeline.caching import open_entry, seal_entry  # noqa: E402
 
 #: The note the translation writes above each tiled stencil function.
 NOTE = re.compile(r"^/\* sf_stencil_\d+ \((\w+)\): (.*) \*/$", re.MULTILINE)
@@ -54,6 +57,13 @@ def notes(text: str) -> dict[str, str]:
 def measurements(compiler: CompilerWrapper) -> int:
     """How many measuring executables were linked."""
     return len(compiler.lines("measure"))
+
+
+def choice_records(cache: Path) -> list[tuple[str, Choice]]:
+    """The choice records in ``cache``: their keys and what they say."""
+    with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
+        rows = connection.execute("SELECT key, value FROM Cache").fetchall()
+    return [(key, open_entry(key, bytes(value))) for key, value in rows]
 
 
 def hdiff_arguments() -> tuple[np.ndarray, float, np.ndarray]:
@@ -114,25 +124,84 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Measured:
 # --------------------------------------------------------------------------- visible choice
 
 
-def test_the_generated_code_names_the_measured_variant_and_every_candidates_time(measured):
+HDIFF_CANDIDATES = [
+    f"{way}, tiles {tiles}, prefetch 4{stores}"
+    for stores in ("", ", streaming stores")
+    for way in ("temporaries", "recompute")
+    for tiles in ("8x32", "16x64")
+]
+
+
+def test_the_generated_code_names_the_measured_variant_and_the_record_every_candidates_time(
+    measured,
+):
     note = notes(measured.text)["hdiff"]
+    [(_, record)] = choice_records(measured.cache)
 
-    assert "(measured: on " in note
-    assert re.match(r"(temporaries|recompute), tiles \d+x\d+ \(measured", note)
-    for candidate in ("temporaries, tiles 8x32", "temporaries, tiles 16x64",
-                      "recompute, tiles 8x32", "recompute, tiles 16x64"):
-        assert re.search(rf"{candidate} [\d.]+ ms \([\d.]+ ms wall\)", note), candidate
+    assert re.match(r"(temporaries|recompute), tiles \d+x\d+, prefetch 4(, streaming stores)? "
+                    r"\(measured: on ", note)
+    assert note.startswith(record.variant.describe())
+    assert " ms" not in note  # the figures stay in the record
+    assert [variant.describe() for variant, _, _ in record.timings] == HDIFF_CANDIDATES
+    assert all(wall > 0 and cpu > 0 for _, wall, cpu in record.timings)
 
 
-def test_a_stencil_without_shifted_locals_is_not_measured(tmp_path):
+def test_other_figures_for_the_same_winner_build_the_same_code(measured, tmp_path):
+    # Another machine of this identity measured apart: other times, the same winner.
+    cache = measured.copy(tmp_path)
+    shutil.rmtree(cache / "translations")
+    [(key, record)] = choice_records(cache)
+    figures = tuple((variant, 2 * wall, 3 * cpu) for variant, wall, cpu in record.timings)
+    with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
+        connection.execute(
+            "UPDATE Cache SET value = ? WHERE key = ?",
+            (seal_entry(key, attrs.evolve(record, timings=figures)), key),
+        )
+    before = measurements(measured.compiler)
+
+    text = lower_in_a_new_process(cache, measured.compiler)
+
+    assert measurements(measured.compiler) == before
+    assert text == measured.text
+
+
+def test_stencils_without_shifted_locals_measure_prefetching_and_streaming_once_per_machine(
+    tmp_path,
+):
     compiler = CompilerWrapper(tmp_path / "cc")
     backend = private_backend(tmp_path / "cache", compiler)
     inp = np.zeros((10, 9, 4))
 
     text = stencils.lap.with_backend(backend).lower(inp, inp.copy()).as_text()
+    other = stencils.clip_program.with_backend(backend).lower(inp, inp.copy()).as_text()
+
+    note = notes(text)["laplacian"]
+    assert re.match(r"temporaries, tiles 8x32, (prefetch 4|no prefetch)(, streaming stores)? "
+                    r"\(measured: for every stencil without shifted locals, on ", note)
+    # Another such stencil reads the same record: the same variant, nothing measured.
+    assert notes(other)["clipped"] == note
+    assert measurements(compiler) == 1
+    [(_, record)] = choice_records(tmp_path / "cache")
+    assert [variant.describe() for variant, _, _ in record.timings] == [
+        "temporaries, tiles 8x32, prefetch 4",
+        "temporaries, tiles 8x32, no prefetch",
+        "temporaries, tiles 8x32, prefetch 4, streaming stores",
+        "temporaries, tiles 8x32, no prefetch, streaming stores",
+    ]
+
+
+def test_a_stencil_without_shifted_locals_and_its_memory_options_given_is_not_measured(
+    tmp_path,
+):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    translation = CTranslation(prefetch_distance=0, streaming_stores=True)
+    backend = private_backend(tmp_path / "cache", compiler, translation)
+    inp = np.zeros((10, 9, 4))
+
+    text = stencils.lap.with_backend(backend).lower(inp, inp.copy()).as_text()
 
     assert notes(text)["laplacian"] == (
-        "temporaries, tiles 8x32 (default: no local is read at a shift: one candidate)"
+        "temporaries, tiles 8x32, no prefetch, streaming stores (default: one candidate)"
     )
     assert compiler.lines("compile") == []
 
@@ -194,8 +263,16 @@ def test_a_choice_measured_on_another_machine_is_not_served(measured, tmp_path, 
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        ({"temporaries": False, "tile_sizes": (16, 64)}, "recompute, tiles 16x64 (given)"),
-        ({"temporaries": True, "tile_sizes": (4, 16)}, "temporaries, tiles 4x16 (given)"),
+        (
+            {"temporaries": False, "tile_sizes": (16, 64), "prefetch_distance": 4,
+             "streaming_stores": False},
+            "recompute, tiles 16x64, prefetch 4 (given)",
+        ),
+        (
+            {"temporaries": True, "tile_sizes": (4, 16), "prefetch_distance": 0,
+             "streaming_stores": True},
+            "temporaries, tiles 4x16, no prefetch, streaming stores (given)",
+        ),
     ],
 )
 def test_explicit_options_win_and_nothing_is_measured(tmp_path, options, expected):
@@ -218,8 +295,9 @@ def test_an_option_left_open_is_measured_among_the_candidates_the_other_allows(t
     note = notes(program.lower(*hdiff_arguments()).as_text())["hdiff"]
 
     assert note.startswith("recompute, tiles ")
-    assert "temporaries, tiles" not in note
     assert measurements(compiler) == 1
+    [(_, record)] = choice_records(tmp_path / "cache")
+    assert {variant.temporaries for variant, _, _ in record.timings} == {False}
 
 
 def test_an_explicit_choice_builds_apart_from_the_same_automatic_choice(measured, tmp_path):
@@ -227,11 +305,15 @@ def test_an_explicit_choice_builds_apart_from_the_same_automatic_choice(measured
     compiler = measured.compiler
     automatic = stencils.hdiff_program.with_backend(private_backend(cache, compiler))
     chosen = automatic.lower(*hdiff_arguments())
-    found = re.match(r"(\w+), tiles (\d+)x(\d+)", notes(chosen.as_text())["hdiff"])
-    assert found is not None
+    note = notes(chosen.as_text())["hdiff"]
+    record = next(
+        r for _, r in choice_records(cache) if note.startswith(r.variant.describe() + " (")
+    )
     translation = CTranslation(
-        temporaries=found.group(1) == "temporaries",
-        tile_sizes=(int(found.group(2)), int(found.group(3))),
+        temporaries=record.variant.temporaries,
+        tile_sizes=record.variant.tile_sizes,
+        prefetch_distance=record.variant.prefetch_distance,
+        streaming_stores=record.variant.streaming_stores,
     )
     explicit = stencils.hdiff_program.with_backend(private_backend(cache, compiler, translation))
 
@@ -248,7 +330,8 @@ def test_a_translation_without_tuning_takes_the_default_variant_unmeasured(tmp_p
     text = stencils.hdiff_program.with_backend(backend).lower(*hdiff_arguments()).as_text()
 
     assert notes(text)["hdiff"] == (
-        "temporaries, tiles 8x32 (default: not measured: the translation has no tuning)"
+        "temporaries, tiles 8x32, prefetch 4 (default: not measured: the translation has no "
+        "tuning)"
     )
     assert measurements(compiler) == 0
 
@@ -269,12 +352,25 @@ def _has_temporaries(case: corpus.Case) -> bool:
 def candidate_backends(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CompiledBackend]:
     root = tmp_path_factory.mktemp("candidates")
     compiler = CompilerWrapper(root / "cc")
+    # Streaming stores on every domain, the parallel path at every size: the small grids of
+    # the corpus take the paths a large one would.
     return {
-        f"{'temporaries' if way else 'recompute'}-{'x'.join(map(str, tiles))}": private_backend(
-            root / "cache", compiler, CTranslation(temporaries=way, tile_sizes=tiles)
+        f"{'temporaries' if way else 'recompute'}-{'x'.join(map(str, tiles))}"
+        f"{'-streaming' if streaming else ''}": private_backend(
+            root / "cache",
+            compiler,
+            CTranslation(
+                temporaries=way,
+                tile_sizes=tiles,
+                prefetch_distance=4,
+                streaming_stores=streaming,
+                streaming_min_bytes=0,
+                parallel_min_points=0 if streaming else 32768,
+            ),
         )
         for way in (True, False)
         for tiles in ((8, 32), (2, 3))
+        for streaming in (False, True)
     }
 
 
@@ -286,7 +382,8 @@ def test_the_corpus_has_programs_with_temporaries():
 
 
 @pytest.mark.parametrize("variant", ["temporaries-8x32", "temporaries-2x3", "recompute-8x32",
-                                     "recompute-2x3"])
+                                     "recompute-2x3", "temporaries-2x3-streaming",
+                                     "recompute-8x32-streaming"])
 @pytest.mark.parametrize("case", TEMPORARY_CASES, ids=lambda case: case.name)
 def test_each_candidate_matches_the_numpy_reference(case, variant, candidate_backends):
     host = case.build()
@@ -299,3 +396,61 @@ def test_each_candidate_matches_the_numpy_reference(case, variant, candidate_bac
         rtol, atol = case.tolerance(expected[name].dtype)
         np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
                                    err_msg=f"{case.name} on {variant}: {name}")
+
+
+# --------------------------------------------------------------------------- streaming stores
+
+
+@pytest.fixture(scope="module")
+def streaming_backend(tmp_path_factory: pytest.TempPathFactory) -> CompiledBackend:
+    root = tmp_path_factory.mktemp("streaming")
+    translation = CTranslation(
+        temporaries=True,
+        tile_sizes=(2, 3),
+        prefetch_distance=4,
+        streaming_stores=True,
+        streaming_min_bytes=0,
+        parallel_min_points=0,
+    )
+    return private_backend(root / "cache", CompilerWrapper(root / "cc"), translation)
+
+
+@pytest.mark.parametrize("case", corpus.CASES, ids=lambda case: case.name)
+def test_streaming_stores_match_the_numpy_reference_on_the_corpus(case, streaming_backend):
+    host = case.build()
+    expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
+    case.reference(**expected)
+
+    case.program.with_backend(streaming_backend)(**host)
+
+    for name in case.outputs:
+        rtol, atol = case.tolerance(expected[name].dtype)
+        np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
+                                   err_msg=f"{case.name} with streaming stores: {name}")
+
+
+def test_streamed_outputs_go_through_row_buffers_and_are_not_prefetched(streaming_backend):
+    inp = np.zeros((40, 37, 5))
+    text = stencils.hdiff_program.with_backend(streaming_backend).lower(
+        inp, 0.1, inp.copy()
+    ).as_text()
+
+    assert re.search(r"sf_stencil_0_rows\(p_out \+ ", text)
+    assert "o_out[x_K - c_K] = " in text
+    assert not re.search(r"\bp_out\[[^\]]*\] = ", text)
+    prefetched = re.findall(r"uintptr_t r\d+ = \(uintptr_t\)(p_\w+)", text)
+    assert prefetched == ["p_inp"]
+    # Only the parallel path may stream (and only on a domain large enough).
+    assert re.search(r"sf_stencil_0_tile\(a, lo, hi, tile, tb, te, 1, nt\b", text)
+    assert re.search(r"sf_stencil_0_tile\(a, lo, hi, tile, lo, hi, 0, 0\b", text)
+
+
+def test_a_strided_output_is_not_streamed(streaming_backend):
+    inp = np.zeros((40, 37, 5))
+    strided = np.zeros((40, 37, 10))[:, :, ::2]
+    text = stencils.hdiff_program.with_backend(streaming_backend).lower(
+        inp, 0.1, strided
+    ).as_text()
+
+    assert "_rows(" not in text
+    assert re.search(r"\bp_out\[[^\]]*\] = ", text)

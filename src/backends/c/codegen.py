@@ -21,6 +21,13 @@ innermost outer dimension, the row of every field that the position touches firs
 lexicographically greatest access): rows are short (a K column), so the hardware prefetcher
 sees each stream only briefly, and waiting for each new row from memory cost hdiff about a
 fifth of its time.
+
+With ``streaming_min_bytes`` set, outputs contiguous along the inner dimension are written
+with non-temporal stores on the parallel path of a domain whose outputs take at least that
+many bytes: each inner loop computes a chunk of the row into a buffer on the stack, which a
+helper then streams to memory past the caches, so the output's lines are not read from memory
+before being overwritten (a copy-like stencil moves two thirds of the bytes). Elsewhere the
+helper copies the chunk with ordinary stores.
 """
 
 from __future__ import annotations
@@ -30,13 +37,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import attrs
 
 from backends.c.addressing import element_offset, output_stores
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets
+from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
 from pipeline.passes.traversal import walk
 
-__all__ = ["StencilCode", "generate_stencil"]
+__all__ = ["STREAM_CHUNK", "StencilCode", "generate_stencil"]
+
+#: Points of the inner dimension per chunk of a streamed output row (its stack buffer).
+STREAM_CHUNK = 256
 
 
 @attrs.frozen
@@ -115,6 +125,7 @@ class _StencilGenerator:
         tile_sizes: Sequence[int],
         parallel_min_points: int,
         prefetch_distance: int,
+        streaming_min_bytes: int | None = None,
     ) -> None:
         self.program = program
         self.stencil = stencil
@@ -132,6 +143,29 @@ class _StencilGenerator:
             local_type = self.definitions[name].type
             assert local_type is not None
             self.temporaries[name] = _Temporary(name, C_TYPES[local_type.dtype], extent)
+        self.streaming_min_bytes = streaming_min_bytes
+        self.streamed = self._streamed() if streaming_min_bytes is not None else ()
+
+    def _streamed(self) -> tuple[str, ...]:
+        """The outputs written through row buffers: over exactly the iteration dimensions,
+        contiguous along the inner one, written once and never read by the stencil."""
+        if len(self.dims) < 2:
+            return ()
+        names = [target.name for target in self.stencil.outputs]
+        read = {extent.name for extent in self.stencil.extents}
+        read |= {guarded.name for guarded in self.stencil.guarded}
+        found = []
+        for name in names:
+            param = self.program.param(name)
+            assert isinstance(param.type, FieldType)
+            if (
+                tuple(param.type.dim_names) == tuple(self.dims)
+                and self.unit_stride.get(name, False)
+                and names.count(name) == 1
+                and name not in read
+            ):
+                found.append(name)
+        return tuple(found)
 
     def next_id(self) -> int:
         self.counter += 1
@@ -203,11 +237,15 @@ class _StencilGenerator:
             for name, offsets in self._field_reads(expr, tuple(shift.items())):
                 found = dict(offsets)
                 accesses.setdefault(name, []).append(tuple(found.get(d, 0) for d in outer))
-        written = {target.name for target in self.stencil.outputs}
+        # In the stencil's order (a set's order changes with PYTHONHASHSEED, and the text
+        # is a cache key).
+        written = tuple(dict.fromkeys(target.name for target in self.stencil.outputs))
         for name in written:
             accesses.setdefault(name, []).append(tuple(0 for _ in outer))
         prefetches = []
         for name, rows in accesses.items():
+            if name in self.streamed:
+                continue  # a prefetch would bring the line into the cache after all
             param = self.program.param(name)
             assert isinstance(param.type, FieldType)
             dims = param.type.dim_names
@@ -359,21 +397,50 @@ class _StencilGenerator:
         return lines
 
     def _inner_loop(self, reach: tuple[int, int], emits: Sequence[_Emit], indent: str) -> list[str]:
-        """One inner-dimension loop computing ``emits`` in order at every point."""
+        """One inner-dimension loop computing ``emits`` in order at every point; with
+        streamed outputs among them, in chunks of ``STREAM_CHUNK`` points, each chunk's
+        output rows written out of their buffers after its loop."""
+        inner = self.dims[-1]
+        start, stop = f"lo_{inner} + {reach[0]}", f"hi_{inner} + {reach[1]}"
+        if self.streamed and self._store_outputs in emits:
+            outer_lines = [
+                f"{indent}for (int64_t c_{inner} = {start}; c_{inner} < {stop}; "
+                f"c_{inner} += {STREAM_CHUNK}) {{",
+                f"{indent}    const int64_t e_{inner} = c_{inner} + {STREAM_CHUNK} < {stop} ? "
+                f"c_{inner} + {STREAM_CHUNK} : {stop};",
+            ]
+            loop = self._simd_loop(f"c_{inner}", f"e_{inner}", emits, indent + "    ")
+            writes = [
+                f"{indent}    {self._name}_rows(p_{name} + "
+                f"{self._row_offset(name)}, o_{name}, "
+                f"(e_{inner} - c_{inner}) * (int64_t)sizeof(*p_{name}), nt);"
+                for name in self.streamed
+            ]
+            return [*outer_lines, *loop, *writes, f"{indent}}}"]
+        return self._simd_loop(start, stop, emits, indent)
+
+    def _row_offset(self, name: str) -> str:
+        """The offset of streamed output ``name`` at the sweep position, chunk start."""
+        inner = self.dims[-1]
+        terms = [f"x_{d} * s_{name}_{axis}" for axis, d in enumerate(self.dims[:-1])]
+        return "(" + " + ".join([*terms, f"c_{inner}"]) + ")"
+
+    def _simd_loop(
+        self, start: str, stop: str, emits: Sequence[_Emit], indent: str
+    ) -> list[str]:
         inner = self.dims[-1]
         lines = [
             # No iteration depends on another (outputs never alias inputs: checked at the
             # call), so skip gcc's alias versioning and peeling on short rows.
             f"{indent}#pragma omp simd",
-            f"{indent}for (int64_t x_{inner} = lo_{inner} + {reach[0]}; "
-            f"x_{inner} < hi_{inner} + {reach[1]}; ++x_{inner}) {{",
+            f"{indent}for (int64_t x_{inner} = {start}; x_{inner} < {stop}; ++x_{inner}) {{",
         ]
         body = ExpressionEmitter(self.read, indent + "    ", index=_loop_index)
         for emit in emits:
             # Each statement's stores precede the next statement's loads, which may read them.
-            start = len(body.lines)
+            emitted = len(body.lines)
             stores = emit(body)
-            lines += body.lines[start:]
+            lines += body.lines[emitted:]
             lines += [indent + "    " + store for store in stores]
         lines.append(f"{indent}}}")
         return lines
@@ -411,10 +478,12 @@ class _StencilGenerator:
         temps = list(self.temporaries.values())
         temp_params = "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
         temp_args = "".join(f", t_{t.name}" for t in temps)
-        lines = [
+        streaming = ", const int nt" if self.streamed else ""
+        lines = self._row_writer() if self.streamed else []
+        lines += [
             f"__attribute__((noinline)) static void {name}_tile(const sf_args* restrict a, "
             "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
-            f"const int64_t* te, const int pf{temp_params}) {{",
+            f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
             "    (void)pf;",
         ]
         lines += [
@@ -437,10 +506,20 @@ class _StencilGenerator:
                 lines.append(
                     f"    const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
                 )
+        for output in self.streamed:
+            param = self.program.param(output)
+            assert isinstance(param.type, FieldType)
+            lines.append(
+                f"    {C_TYPES[param.type.dtype]} o_{output}[{STREAM_CHUNK}] "
+                "__attribute__((aligned(64)));"
+            )
         plan = self._plan_sweep()
         if plan.prefetches:
             lines += self._prefetch_bytes(plan.prefetches)
         lines += self._sweep(plan, "    ")
+        if self.streamed:
+            # Streaming stores are weakly ordered: make them visible before the tile ends.
+            lines.append(f"    {name}_fence(nt);")
         lines.append("}")
 
         n_outer = max(1, len(outer))
@@ -461,6 +540,15 @@ class _StencilGenerator:
         # always take the single-thread path.
         threshold = f"{points} >= {self.parallel_min_points}" if outer else "0"
         lines.append(f"    if ({threshold}) {{")
+        if self.streamed:
+            widths = " + ".join(
+                f"(int64_t)sizeof({C_TYPES[self._field_type(o).dtype]})" for o in self.streamed
+            )
+            # Outputs that fit in the cache stay there for whatever reads them next.
+            lines.append(
+                f"        const int nt = {points} * ({widths}) >= "
+                f"(int64_t){self.streaming_min_bytes};"
+            )
         sizes = ", ".join(str(tiles[d]) for d in outer) or "1"
         lines.append(f"        const int64_t tile[{n_outer}] = {{{sizes}}};")
         lines.append("        #pragma omp parallel")
@@ -497,7 +585,8 @@ class _StencilGenerator:
             f"{indent}const int64_t tb[{n_outer}] = {{{starts}}}, te[{n_outer}] = {{{ends}}};"
         )
         # Prefetch on this path only: the single-tile path's data is in cache already.
-        lines.append(f"{indent}{name}_tile(a, lo, hi, tile, tb, te, 1{temp_args});")
+        nt_arg = ", nt" if self.streamed else ""
+        lines.append(f"{indent}{name}_tile(a, lo, hi, tile, tb, te, 1{nt_arg}{temp_args});")
         for _ in outer:
             indent = indent[:-4]
             lines.append(f"{indent}}}")
@@ -509,7 +598,10 @@ class _StencilGenerator:
         lines.append(f"        const int64_t tile[{n_outer}] = {{{whole}}};")
         lines += self._allocate(temps, "        ")
         lines.append(f"        if ({'sf_block' if temps else '1'}) {{")
-        lines.append(f"            {name}_tile(a, lo, hi, tile, lo, hi, 0{temp_args});")
+        lines.append(
+            f"            {name}_tile(a, lo, hi, tile, lo, hi, 0{', 0' if self.streamed else ''}"
+            f"{temp_args});"
+        )
         lines.append("        } else { failed = 1; }")
         lines += self._release(temps, "        ")
         lines.append("    }")
@@ -562,7 +654,91 @@ class _StencilGenerator:
         return store
 
     def _store_outputs(self, body: ExpressionEmitter) -> list[str]:
-        return output_stores(self.program, self.stencil, self.unit_stride, body)
+        if not self.streamed:
+            return output_stores(self.program, self.stencil, self.unit_stride, body)
+        inner = self.dims[-1]
+        stores = []
+        for target, result in zip(self.stencil.outputs, self.stencil.results, strict=True):
+            param = self.program.param(target.name)
+            assert isinstance(param.type, FieldType) and result.type is not None
+            value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
+            if target.name in self.streamed:
+                stores.append(f"o_{target.name}[x_{inner} - c_{inner}] = {value};")
+            else:
+                offset = element_offset(
+                    target.name, param.type.dim_names, {}, self.unit_stride.get(target.name, False)
+                )
+                stores.append(f"p_{target.name}[{offset}] = {value};")
+        return stores
+
+    def _field_type(self, name: str) -> FieldType:
+        field = self.program.param(name).type
+        assert isinstance(field, FieldType)
+        return field
+
+    @property
+    def _name(self) -> str:
+        return f"sf_stencil_{self.index}"
+
+    def _row_writer(self) -> list[str]:
+        """``<name>_rows(dst, src, bytes, nt)``: copies a chunk of an output row out of its
+        buffer, past the caches when ``nt`` (x86-64 with gcc or clang; elsewhere, and for
+        rows not aligned to 8 bytes, ordinary stores). Not inlined: gcc would otherwise
+        unswitch the whole sweep on ``nt`` and build it twice."""
+        name = self._name
+        return [
+            f"__attribute__((noinline)) static void {name}_rows(void* restrict dst, "
+            "const void* restrict src, int64_t bytes, int nt) {",
+            "    char* d = (char*)dst;",
+            "    const char* s = (const char*)src;",
+            "#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))",
+            "    if (nt && (((uintptr_t)d | (uintptr_t)bytes) & 7) == 0) {",
+            "        typedef long long sf_line __attribute__((vector_size(64), aligned(64)));",
+            "        for (; ((uintptr_t)d & 63) != 0 && bytes > 0; d += 8, s += 8, bytes -= 8) {",
+            "            long long x; memcpy(&x, s, 8);",
+            "#if defined(__clang__)",
+            "            __builtin_nontemporal_store(x, (long long*)d);",
+            "#else",
+            "            __builtin_ia32_movnti64((long long*)d, x);",
+            "#endif",
+            "        }",
+            "        for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {",
+            "            sf_line line; memcpy(&line, s, 64);",
+            "#if defined(__clang__)",
+            "            __builtin_nontemporal_store(line, (sf_line*)d);",
+            "#elif defined(__AVX512F__)",
+            "            __builtin_ia32_movntdq512((sf_line*)d, line);",
+            "#else",
+            "            typedef long long sf_half __attribute__((vector_size(16)));",
+            "            for (int h = 0; h < 4; ++h) {",
+            "                sf_half part; memcpy(&part, s + 16 * h, 16);",
+            "                __builtin_ia32_movntdq((sf_half*)(d + 16 * h), part);",
+            "            }",
+            "#endif",
+            "        }",
+            "        for (; bytes > 0; d += 8, s += 8, bytes -= 8) {",
+            "            long long x; memcpy(&x, s, 8);",
+            "#if defined(__clang__)",
+            "            __builtin_nontemporal_store(x, (long long*)d);",
+            "#else",
+            "            __builtin_ia32_movnti64((long long*)d, x);",
+            "#endif",
+            "        }",
+            "        return;",
+            "    }",
+            "#else",
+            "    (void)nt;",
+            "#endif",
+            "    memcpy(d, s, (size_t)bytes);",
+            "}",
+            f"static inline void {name}_fence(int nt) {{",
+            "#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))",
+            "    if (nt) __builtin_ia32_sfence();",
+            "#else",
+            "    (void)nt;",
+            "#endif",
+            "}",
+        ]
 
     def _unpack(self) -> list[str]:
         lines = []
@@ -600,13 +776,16 @@ def generate_stencil(
     tile_sizes: Sequence[int],
     parallel_min_points: int,
     prefetch_distance: int = 4,
+    streaming_min_bytes: int | None = None,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil`` over a domain.
 
     The function takes the argument struct and the domain (``lo``/``hi`` per iteration
     dimension) and returns 0, or -1 when a temporary could not be allocated.
     ``prefetch_distance``: how many sweep positions ahead rows are prefetched on the parallel
-    path (0: no prefetching).
+    path (0: no prefetching). ``streaming_min_bytes``: None, or the outputs' size over the
+    domain from which the parallel path writes them with streaming stores (the outputs that
+    are contiguous along the inner dimension and not read by the stencil).
     """
     return _StencilGenerator(
         program,
@@ -617,4 +796,5 @@ def generate_stencil(
         tile_sizes=tile_sizes,
         parallel_min_points=parallel_min_points,
         prefetch_distance=prefetch_distance,
+        streaming_min_bytes=streaming_min_bytes,
     ).generate()

@@ -16,6 +16,7 @@ from backends.c import (
     codegen,
     expressions,
     launch_abi,
+    machine,
     runtime,
     scratch,
     sweeps,
@@ -24,6 +25,7 @@ from backends.c import (
 )
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
+from backends.c.machine import last_level_cache_bytes
 from backends.c.runtime import RUNTIME_C
 from backends.c.scratch import SCRATCH_C
 from backends.c.sweeps import (
@@ -52,6 +54,7 @@ _GENERATOR_VERSION = source_digest(
     addressing,
     codegen,
     expressions,
+    machine,
     bindings,
     launch_abi,
     runtime,
@@ -110,13 +113,18 @@ class CTranslation:
         parallel_min_points: domains smaller than this run on one thread (OpenMP's fork costs
             more than a small stencil).
         prefetch_distance: on the parallel path, each sweep position prefetches the rows it
-            will touch first this many positions later (0: no software prefetching).
+            will touch first this many positions later (0: no software prefetching); None:
+            chosen per stencil and machine.
+        streaming_stores: write the outputs of large domains with non-temporal stores
+            (``backends.c.variants.Variant``); None: chosen per stencil and machine.
+        streaming_min_bytes: the outputs' size over the domain from which streaming stores
+            are used; None: half this machine's last-level cache.
         sweep_block: in stencils that run scans, how many points of the innermost other
             dimension each step computes together; None: chosen per stencil from the rows
             it reads and this machine's L1 data cache (``backends.c.sweeps.choose_block``;
             the generated C says which).
-        tuning: decides what ``temporaries``/``tile_sizes`` leave open (None) for stencils
-            with temporaries, by measuring the candidates once per machine
+        tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
+            ``streaming_stores`` leave open (None), by measuring the candidates once per machine
             (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes
             ``backends.c.variants.DEFAULT_VARIANT``'s value. Explicit options always win.
             The generated C names each stencil's variant and how it was chosen.
@@ -125,7 +133,13 @@ class CTranslation:
     temporaries: bool | None = None
     tile_sizes: tuple[int, ...] | None = attrs.field(default=None, validator=_positive_sizes)
     parallel_min_points: int = attrs.field(default=32768, validator=attrs.validators.ge(0))
-    prefetch_distance: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    prefetch_distance: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
+    streaming_stores: bool | None = None
+    streaming_min_bytes: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
     sweep_block: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
@@ -134,15 +148,20 @@ class CTranslation:
 
     @property
     def automatic(self) -> bool:
-        """Whether an option is left to the machine (``temporaries`` or ``tile_sizes`` None)."""
-        return self.temporaries is None or self.tile_sizes is None
+        """Whether a variant option is left to the machine (``temporaries``,
+        ``tile_sizes``, ``prefetch_distance`` or ``streaming_stores`` None)."""
+        return None in (
+            self.temporaries, self.tile_sizes, self.prefetch_distance, self.streaming_stores
+        )
 
     def __fingerprint__(self) -> object:
-        # The automatic sweep block depends on the machine's L1 data cache, which outputs a
-        # sweep streams on its last-level cache; automatic variants on what was measured on
+        # The automatic sweep block depends on the machine's L1 data cache, where outputs
+        # are streamed on its last-level cache; automatic variants on what was measured on
         # this machine (the tuning's key names it).
-        l1 = l1_data_cache_bytes() if self.sweep_block is None else None
-        machine = (l1, last_level_cache_bytes())
+        machine = (
+            l1_data_cache_bytes() if self.sweep_block is None else None,
+            last_level_cache_bytes() if self.streaming_min_bytes is None else None,
+        )
         tuning = self.tuning if self.automatic else None
         return (self._options(), machine, tuning, _GENERATOR_VERSION)
 
@@ -152,6 +171,8 @@ class CTranslation:
             self.tile_sizes,
             self.parallel_min_points,
             self.prefetch_distance,
+            self.streaming_stores,
+            self.streaming_min_bytes,
             self.sweep_block,
         )
 
@@ -164,9 +185,10 @@ class CTranslation:
             code, choice = self._generate(ir, stencil, index, unit)
             stencils.append((stencil, code))
             choices.append(choice)
-        # What the code depends on: the options as given and the choices made (a measured
-        # choice names its figures), not where the choice records live.
-        key = fingerprint((ir, sorted(unit.items()), self._options(), choices))[:16]
+        # What the code depends on: the options as given and the choices made, not where
+        # the choice records live nor the figures a measurement found.
+        decisions = [None if choice is None else choice.decision() for choice in choices]
+        key = fingerprint((ir, sorted(unit.items()), self._options(), decisions))[:16]
         module_name = f"sf_{ir.name}_{key}"
         # The per-thread scratch (and pthread.h) and the streaming stores (immintrin.h) only
         # where a stencil uses them: each header and helper is parsed on every cold build.
@@ -181,7 +203,14 @@ class CTranslation:
     def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:
         """The variant of a tiled ``stencil`` (not one that runs scans): what the options
         fix, else the tuning's measured choice, else the default."""
-        found = choose_unmeasured(ir, stencil, self.temporaries, self.tile_sizes)
+        found = choose_unmeasured(
+            ir,
+            stencil,
+            self.temporaries,
+            self.tile_sizes,
+            self.prefetch_distance,
+            self.streaming_stores,
+        )
         if isinstance(found, Choice):
             return found
         if self.tuning is None:
@@ -192,9 +221,16 @@ class CTranslation:
             unit_stride=unit,
             temporaries=self.temporaries,
             tile_sizes=self.tile_sizes,
-            parallel_min_points=self.parallel_min_points,
             prefetch_distance=self.prefetch_distance,
+            streaming_stores=self.streaming_stores,
+            parallel_min_points=self.parallel_min_points,
+            streaming_min_bytes=self._streaming_min_bytes(),
         )
+
+    def _streaming_min_bytes(self) -> int:
+        if self.streaming_min_bytes is not None:
+            return self.streaming_min_bytes
+        return last_level_cache_bytes() // 2
 
     def _generate(
         self, ir: ProgramIR, stencil: Stencil, index: int, unit: dict[str, bool]
@@ -220,7 +256,10 @@ class CTranslation:
             temporaries=choice.variant.temporaries,
             tile_sizes=choice.variant.tile_sizes,
             parallel_min_points=self.parallel_min_points,
-            prefetch_distance=self.prefetch_distance,
+            prefetch_distance=choice.variant.prefetch_distance,
+            streaming_min_bytes=(
+                self._streaming_min_bytes() if choice.variant.streaming_stores else None
+            ),
         )
         note = f"/* {code.name} ({stencil.operator_name}): {choice.describe()} */"
         return attrs.evolve(code, text=f"{note}\n{code.text}"), choice

@@ -1,12 +1,13 @@
 """Choosing a tiled stencil's variant by measuring the candidates once per machine.
 
 ``Tuning.choose`` gives the translation a ``Choice`` for one stencil. When the options leave
-more than one candidate (``backends.c.variants.candidates``: stencils with temporaries), it
-asks ``MeasureVariants``, a step cached on disk like the translations (self-verifying
-entries, ADR 0015) under a key made of the candidates' generated code, the compiler and its
-flags, and ``machine_identity()``: a choice record. The first build of a program on a
-machine measures; every later translation there (a new process, another program with the
-same stencil) reads the record.
+more than one candidate (``backends.c.variants.candidates``), it asks ``MeasureVariants``, a
+step cached on disk like the translations (self-verifying entries, ADR 0015) under a key
+made of the candidates' generated code, the compiler and its flags, and
+``machine_identity()``: a choice record. The first build of a program on a machine
+measures; every later translation there (a new process, another program with the same
+stencil) reads the record. Stencils without shifted locals share one record per machine
+(``SHARED_SCOPE``): their candidates differ only in how rows are fetched and stored.
 
 ``MeasureVariants`` builds the measuring executable (``backends.c.measurement``: one unit
 per candidate, compiled concurrently, plain C), runs it on arrays it allocates, and picks the
@@ -48,7 +49,7 @@ from pipeline.caching import CachedStep, StepCache
 from pipeline.fingerprint import source_digest
 from pipeline.ir.nodes import ProgramIR, Stencil
 
-__all__ = ["MeasureVariants", "MeasurementRequest", "MeasurementWarning", "Tuning"]
+__all__ = ["SHARED_SCOPE", "MeasureVariants", "MeasurementRequest", "MeasurementWarning", "Tuning"]
 
 _log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ class MeasurementRequest:
         text: the measuring executable's source (``measurement_source``).
         grid: the grid in words.
         machine: ``machine_identity()`` of the machine that measures.
+        scope: empty, or what else the choice holds for (``SHARED_SCOPE``): then the
+            record's key is the scope, the candidates, the machine and the generator's code
+            alone, not this stencil's, and the first stencil measured decides for all.
     """
 
     program: str
@@ -76,6 +80,24 @@ class MeasurementRequest:
     text: str
     grid: str
     machine: str
+    scope: str = ""
+
+    def __fingerprint__(self) -> object:
+        if self.scope:
+            return (
+                self.scope,
+                self.variants,
+                self.machine,
+                source_digest(codegen, measurement, sys.modules[__name__]),
+            )
+        return (self.program, self.stencil, self.variants, self.text, self.grid, self.machine)
+
+
+#: The scope of the choice of a stencil without shifted locals: its candidates differ in how
+#: rows are fetched and stored only (prefetching, streaming stores), a property of the
+#: machine's memory more than of the stencil, so one measurement per machine serves them all
+#: (measuring each one cost every small program's first build about 0.4 s).
+SHARED_SCOPE = "for every stencil without shifted locals"
 
 
 @attrs.frozen
@@ -140,9 +162,12 @@ class MeasureVariants:
                 "measured the variants of %s in %s: %s", request.stencil, request.program,
                 ", ".join(f"{v.describe()} {cpu * 1e3:.2f} ms" for v, _, cpu in measured),
             )
-            return Choice(
-                best, "measured", f"on {request.grid}, {machine_description()}", measured
+            where = (
+                f"{request.scope}, on {machine_description()}"
+                if request.scope
+                else f"on {request.grid}, {machine_description()}"
             )
+            return Choice(best, "measured", where, measured)
 
         return builds.build("measure", measure)
 
@@ -191,13 +216,17 @@ class Tuning:
         unit_stride: Mapping[str, bool],
         temporaries: bool | None,
         tile_sizes: tuple[int, ...] | None,
+        prefetch_distance: int | None,
+        streaming_stores: bool | None,
         parallel_min_points: int,
-        prefetch_distance: int,
+        streaming_min_bytes: int,
     ) -> Choice:
         """The variant of ``stencil``: the only candidate, or the measured fastest (from its
         choice record when there is one). A failed measurement warns
         (``MeasurementWarning``) and takes the first candidate."""
-        found = choose_unmeasured(program, stencil, temporaries, tile_sizes)
+        found = choose_unmeasured(
+            program, stencil, temporaries, tile_sizes, prefetch_distance, streaming_stores
+        )
         if isinstance(found, Choice):
             return found
         layout = StencilLayout.of(program, stencil, temporaries=True)
@@ -213,7 +242,8 @@ class Tuning:
                 temporaries=variant.temporaries,
                 tile_sizes=variant.tile_sizes,
                 parallel_min_points=parallel_min_points,
-                prefetch_distance=prefetch_distance,
+                prefetch_distance=variant.prefetch_distance,
+                streaming_min_bytes=streaming_min_bytes if variant.streaming_stores else None,
             )
             for number, variant in enumerate(found)
         ]
@@ -221,7 +251,13 @@ class Tuning:
             program, stencil, codes, grid, argument_struct(program), f"{RUNTIME_C}\n{SCRATCH_C}"
         )
         request = MeasurementRequest(
-            program.name, stencil.operator_name, found, text, grid.describe(), machine_identity()
+            program.name,
+            stencil.operator_name,
+            found,
+            text,
+            grid.describe(),
+            machine_identity(),
+            "" if layout.temporaries else SHARED_SCOPE,
         )
         step = CachedStep(MeasureVariants(self.compilation, self.rounds), self.records)
         try:
@@ -229,8 +265,9 @@ class Tuning:
         except (CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired) as error:
             warnings.warn(
                 f"could not measure the variants of {stencil.operator_name} in {program.name} "
-                f"({error}); using {found[0].describe()}. Pass temporaries= and tile_sizes= "
-                "to CTranslation to choose without measuring",
+                f"({error}); using {found[0].describe()}. Pass temporaries=, tile_sizes=, "
+                "prefetch_distance= and streaming_stores= to CTranslation to choose without "
+                "measuring",
                 MeasurementWarning,
                 stacklevel=2,
             )

@@ -4,9 +4,13 @@ A stencil whose locals are read at shifted positions (hdiff's ``lap``, ``flx``, 
 be computed two ways: *temporaries*, each local stored once per tile into a buffer and read
 back, or *recomputation*, each local computed again at every use. Which is faster depends on
 the machine (ADR 0009): buffers save arithmetic, recomputation saves loads, stores and the
-tile edges. The tile shape matters as well. ``candidates`` lists the variants worth
-measuring for one stencil, within what the translation's options fix; a ``Choice`` says
-which variant a stencil's code uses and why, and is what a choice record stores.
+tile edges. The tile shape matters as well. Every tiled stencil, one without such locals
+(laplacian) included, also has a memory side: whether the sweep prefetches the rows ahead
+(``prefetch_distance``) and whether its outputs are written with *streaming* (non-temporal)
+stores on large domains, which skip reading each output line into the cache before it is
+overwritten. ``candidates`` lists the variants worth measuring for one stencil, within what
+the translation's options fix; a ``Choice`` says which variant a stencil's code uses and why,
+and is what a choice record stores.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from backends.loops import StencilLayout
 from pipeline.ir.nodes import ProgramIR, Stencil
 
 __all__ = [
+    "DEFAULT_PREFETCH_DISTANCE",
     "DEFAULT_TILE_SIZES",
     "DEFAULT_VARIANT",
+    "PREFETCH_CANDIDATES",
     "TILE_CANDIDATES",
     "Choice",
     "Variant",
@@ -34,6 +40,14 @@ DEFAULT_TILE_SIZES = (8, 32)
 #: The tile shapes measured for each way of computing locals (ADR 0009 gives the figures).
 TILE_CANDIDATES: tuple[tuple[int, ...], ...] = ((8, 32), (16, 64))
 
+#: Sweep positions the rows are prefetched ahead when nothing else decides.
+DEFAULT_PREFETCH_DISTANCE = 4
+
+#: The prefetch distances measured for a stencil without shifted locals (with them, the
+#: default only: ADR 0009 found prefetching neutral to helpful there, and the candidates'
+#: compilation is what a first build pays for).
+PREFETCH_CANDIDATES = (DEFAULT_PREFETCH_DISTANCE, 0)
+
 
 @attrs.frozen
 class Variant:
@@ -43,15 +57,27 @@ class Variant:
         temporaries: locals read at shifted positions go through per-tile buffers (True) or
             are recomputed at every use (False).
         tile_sizes: tile extents of the outer dimensions (the last ones).
+        prefetch_distance: sweep positions ahead that the parallel path prefetches the rows
+            it will touch first (0: no software prefetching).
+        streaming_stores: on the parallel path of a domain whose outputs exceed half the
+            last-level cache, outputs contiguous along the inner dimension are written with
+            non-temporal stores (and not prefetched).
     """
 
     temporaries: bool
     tile_sizes: tuple[int, ...]
+    prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
+    streaming_stores: bool = False
 
     def describe(self) -> str:
-        """In words: ``temporaries, tiles 8x32`` or ``recompute, tiles 16x64``."""
+        """In words: ``temporaries, tiles 8x32, prefetch 4`` or ``recompute, tiles 16x64,
+        no prefetch, streaming stores``."""
         how = "temporaries" if self.temporaries else "recompute"
-        return f"{how}, tiles {'x'.join(str(size) for size in self.tile_sizes)}"
+        text = f"{how}, tiles {'x'.join(str(size) for size in self.tile_sizes)}, "
+        text += f"prefetch {self.prefetch_distance}" if self.prefetch_distance else "no prefetch"
+        if self.streaming_stores:
+            text += ", streaming stores"
+        return text
 
 
 #: The variant of an automatic translation that measures nothing (no tuning given).
@@ -69,7 +95,9 @@ class Choice:
         reason: why nothing was measured, or on what the measurement ran.
         timings: for ``"measured"``, each candidate with its best wall-clock and processor
             time per call in seconds (processor time: all threads together), in the order
-            measured.
+            measured. They stay in the choice record: the generated code and its key hold
+            ``decision()`` only, so machines of one identity that measured apart build the
+            same code.
     """
 
     variant: Variant
@@ -77,40 +105,59 @@ class Choice:
     reason: str = ""
     timings: tuple[tuple[Variant, float, float], ...] = ()
 
+    def decision(self) -> Choice:
+        """This choice without its timings: what the generated code depends on."""
+        return attrs.evolve(self, timings=())
+
     def describe(self) -> str:
-        """One line for the generated code: the variant, how it was chosen, the figures."""
+        """One line for the generated code: the variant and how it was chosen (no figures:
+        see ``figures``)."""
         text = f"{self.variant.describe()} ({self.how}"
         if self.reason:
             text += f": {self.reason}"
-        text += ")"
-        if self.timings:
-            figures = "; ".join(
-                f"{v.describe()} {cpu * 1e3:.2f} ms ({wall * 1e3:.2f} ms wall)"
-                for v, wall, cpu in self.timings
-            )
-            text += f"; best processor time per call: {figures}"
-        return text
+        return text + ")"
+
+    def figures(self) -> str:
+        """Each candidate's best processor time per call, in words (empty when nothing was
+        measured)."""
+        return "; ".join(
+            f"{v.describe()} {cpu * 1e3:.2f} ms ({wall * 1e3:.2f} ms wall)"
+            for v, wall, cpu in self.timings
+        )
 
 
 def candidates(
     has_temporaries: bool,
     temporaries: bool | None,
     tile_sizes: tuple[int, ...] | None,
+    prefetch_distance: int | None = None,
+    streaming_stores: bool | None = None,
     tile_candidates: Sequence[tuple[int, ...]] = TILE_CANDIDATES,
 ) -> tuple[Variant, ...]:
     """The variants of a stencil worth measuring, within what the options fix (``None``:
     free), the first one being what an unmeasured choice uses.
 
-    A stencil without temporaries (``has_temporaries`` False) generates the same code either
-    way and streams its fields once whatever the tiles: it has one candidate, nothing to
-    measure.
+    Every stencil gets both store kinds (``streaming_stores``). A stencil with temporaries
+    (``has_temporaries``) also gets both ways of computing its locals and the tile shapes of
+    ``tile_candidates``, at the default prefetch distance. One without them generates the
+    same code either way and streams its fields once whatever the tiles: the default tiles,
+    and the distances of ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth
+    on one machine and gained hdiff a fifth on another, ADR 0009).
     """
+    stores = (False, True) if streaming_stores is None else (streaming_stores,)
     if not has_temporaries:
-        return (Variant(True if temporaries is None else temporaries,
-                        tile_sizes or DEFAULT_TILE_SIZES),)
+        way = True if temporaries is None else temporaries
+        shape = tile_sizes or DEFAULT_TILE_SIZES
+        distances = PREFETCH_CANDIDATES if prefetch_distance is None else (prefetch_distance,)
+        return tuple(
+            Variant(way, shape, distance, store) for store in stores for distance in distances
+        )
     ways = (True, False) if temporaries is None else (temporaries,)
     shapes = tuple(tile_candidates) if tile_sizes is None else (tile_sizes,)
-    return tuple(Variant(way, shape) for way in ways for shape in shapes)
+    distance = DEFAULT_PREFETCH_DISTANCE if prefetch_distance is None else prefetch_distance
+    return tuple(
+        Variant(way, shape, distance, store) for store in stores for way in ways for shape in shapes
+    )
 
 
 def choose_unmeasured(
@@ -118,15 +165,17 @@ def choose_unmeasured(
     stencil: Stencil,
     temporaries: bool | None,
     tile_sizes: tuple[int, ...] | None,
+    prefetch_distance: int | None = None,
+    streaming_stores: bool | None = None,
 ) -> Choice | tuple[Variant, ...]:
     """The choice for ``stencil`` when the options leave one candidate, else the candidates
     to measure (the first is the default)."""
     layout = StencilLayout.of(program, stencil, temporaries=True)
-    found = candidates(bool(layout.temporaries), temporaries, tile_sizes)
+    found = candidates(
+        bool(layout.temporaries), temporaries, tile_sizes, prefetch_distance, streaming_stores
+    )
     if len(found) > 1:
         return found
-    if temporaries is not None and tile_sizes is not None:
+    if None not in (temporaries, tile_sizes, prefetch_distance, streaming_stores):
         return Choice(found[0], "given")
-    if not layout.temporaries:
-        return Choice(found[0], "default", "no local is read at a shift: one candidate")
     return Choice(found[0], "default", "one candidate")
