@@ -68,8 +68,9 @@ BLOCKS = (64, 32, 16)
 #: Points added to each row of a block's buffers. Rows of 16, 32 or 64 doubles are 128 to
 #: 512 bytes apart, so the rows a column is copied into map to a quarter or less of the L1
 #: sets and evict each other; a row one cache line longer spreads them over all sets.
-#: Measured on the 2-core Zen 4 (tridiagonal, 256x256x64, 32 points a block): 11.4 ms with
-#: rows of 32, 9.5 with 40, 9.6 with 36.
+#: Measured on the 2-core Zen 4 in a hand-written copy of the tridiagonal sweep (256x256x64,
+#: 32 points a block, medians of 15 beside the copy kernel): 11.4 ms with rows of 32, 9.5
+#: with 40, 9.6 with 36.
 ROW_PAD = 8
 
 #: Non-temporal stores for the copy out of a block's output buffer: an output larger than the
