@@ -38,6 +38,8 @@ import attrs
 
 from backends.c.addressing import element_offset, output_stores
 from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
+from backends.c.scratch import SCRATCH_C
+from backends.c.streaming import STREAMING_C
 from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
@@ -58,12 +60,16 @@ class StencilCode:
         signature: its declaration (without the ``;``), for the unit that calls it.
         text: its definition and the helpers it needs.
         iteration_dims: the dimensions of its domain, outermost first.
+        helpers: the shared C helpers its text calls (``scratch.SCRATCH_C``,
+            ``streaming.STREAMING_C``), which its translation unit defines once, before the
+            stencils: each one is parsed on every cold build, so only where it is used.
     """
 
     name: str
     signature: str
     text: str
     iteration_dims: tuple[str, ...]
+    helpers: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -411,7 +417,7 @@ class _StencilGenerator:
             ]
             loop = self._simd_loop(f"c_{inner}", f"e_{inner}", emits, indent + "    ")
             writes = [
-                f"{indent}    {self._name}_rows(p_{name} + "
+                f"{indent}    sf_stream_row(p_{name} + "
                 f"{self._row_offset(name)}, o_{name}, "
                 f"(e_{inner} - c_{inner}) * (int64_t)sizeof(*p_{name}), nt);"
                 for name in self.streamed
@@ -479,8 +485,7 @@ class _StencilGenerator:
         temp_params = "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
         temp_args = "".join(f", t_{t.name}" for t in temps)
         streaming = ", const int nt" if self.streamed else ""
-        lines = self._row_writer() if self.streamed else []
-        lines += [
+        lines = [
             f"__attribute__((noinline)) static void {name}_tile(const sf_args* restrict a, "
             "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
             f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
@@ -519,7 +524,7 @@ class _StencilGenerator:
         lines += self._sweep(plan, "    ")
         if self.streamed:
             # Streaming stores are weakly ordered: make them visible before the tile ends.
-            lines.append(f"    {name}_fence(nt);")
+            lines.append("    if (nt) sf_stream_fence();")
         lines.append("}")
 
         n_outer = max(1, len(outer))
@@ -607,7 +612,10 @@ class _StencilGenerator:
         lines.append("    }")
         lines.append("    return failed ? -1 : 0;")
         lines.append("}")
-        return StencilCode(name, signature, "\n".join(lines), dims)
+        helpers = [SCRATCH_C] if temps else []
+        if self.streamed:
+            helpers.append(STREAMING_C)
+        return StencilCode(name, signature, "\n".join(lines), dims, tuple(helpers))
 
     def _allocate(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
         """The thread's buffers of the temporaries, sized for one tile plus their extent, cut
@@ -679,66 +687,6 @@ class _StencilGenerator:
     @property
     def _name(self) -> str:
         return f"sf_stencil_{self.index}"
-
-    def _row_writer(self) -> list[str]:
-        """``<name>_rows(dst, src, bytes, nt)``: copies a chunk of an output row out of its
-        buffer, past the caches when ``nt`` (x86-64 with gcc or clang; elsewhere, and for
-        rows not aligned to 8 bytes, ordinary stores). Not inlined: gcc would otherwise
-        unswitch the whole sweep on ``nt`` and build it twice."""
-        name = self._name
-        return [
-            f"__attribute__((noinline)) static void {name}_rows(void* restrict dst, "
-            "const void* restrict src, int64_t bytes, int nt) {",
-            "    char* d = (char*)dst;",
-            "    const char* s = (const char*)src;",
-            "#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))",
-            "    if (nt && (((uintptr_t)d | (uintptr_t)bytes) & 7) == 0) {",
-            "        typedef long long sf_line __attribute__((vector_size(64), aligned(64)));",
-            "        for (; ((uintptr_t)d & 63) != 0 && bytes > 0; d += 8, s += 8, bytes -= 8) {",
-            "            long long x; memcpy(&x, s, 8);",
-            "#if defined(__clang__)",
-            "            __builtin_nontemporal_store(x, (long long*)d);",
-            "#else",
-            "            __builtin_ia32_movnti64((long long*)d, x);",
-            "#endif",
-            "        }",
-            "        for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {",
-            "            sf_line line; memcpy(&line, s, 64);",
-            "#if defined(__clang__)",
-            "            __builtin_nontemporal_store(line, (sf_line*)d);",
-            "#elif defined(__AVX512F__)",
-            "            __builtin_ia32_movntdq512((sf_line*)d, line);",
-            "#else",
-            "            typedef long long sf_half __attribute__((vector_size(16)));",
-            "            for (int h = 0; h < 4; ++h) {",
-            "                sf_half part; memcpy(&part, s + 16 * h, 16);",
-            "                __builtin_ia32_movntdq((sf_half*)(d + 16 * h), part);",
-            "            }",
-            "#endif",
-            "        }",
-            "        for (; bytes > 0; d += 8, s += 8, bytes -= 8) {",
-            "            long long x; memcpy(&x, s, 8);",
-            "#if defined(__clang__)",
-            "            __builtin_nontemporal_store(x, (long long*)d);",
-            "#else",
-            "            __builtin_ia32_movnti64((long long*)d, x);",
-            "#endif",
-            "        }",
-            "        return;",
-            "    }",
-            "#else",
-            "    (void)nt;",
-            "#endif",
-            "    memcpy(d, s, (size_t)bytes);",
-            "}",
-            f"static inline void {name}_fence(int nt) {{",
-            "#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))",
-            "    if (nt) __builtin_ia32_sfence();",
-            "#else",
-            "    (void)nt;",
-            "#endif",
-            "}",
-        ]
 
     def _unpack(self) -> list[str]:
         lines = []

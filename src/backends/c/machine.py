@@ -16,7 +16,13 @@ from pathlib import Path
 
 from pipeline.fingerprint import fingerprint
 
-__all__ = ["last_level_cache_bytes", "machine_description", "machine_identity", "usable_cores"]
+__all__ = [
+    "l1_data_cache_bytes",
+    "last_level_cache_bytes",
+    "machine_description",
+    "machine_identity",
+    "usable_cores",
+]
 
 
 def usable_cores() -> int:
@@ -50,6 +56,7 @@ def _cpuinfo() -> tuple[str, str]:
     return model or platform.processor() or platform.machine(), flags
 
 
+@functools.cache
 def _cache_sizes() -> tuple[str, ...]:
     """The first CPU's caches as ``level/type/size`` (sysfs; empty where it does not say)."""
     sizes = []
@@ -81,13 +88,24 @@ def machine_identity() -> str:
     return _identity(usable_cores())[1]
 
 
-def last_level_cache_bytes() -> int:
-    """The largest cache of the first CPU (sysfs), 32 MiB where it does not say."""
-    largest = 0
+def _cache_bytes(levels: set[str]) -> int | None:
+    """The largest data (or unified) cache of the first CPU among ``levels``, in bytes."""
+    found = []
     for entry in _cache_sizes():
-        size = entry.rpartition("/")[2].upper()
+        level, kind, size = entry.split("/", 2)
+        size = size.upper()
         scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1:], 1)
         digits = size.rstrip("KMG")
-        if digits.isdigit():
-            largest = max(largest, int(digits) * scale)
-    return largest or 32 * 2**20
+        if level in levels and kind in {"Data", "Unified"} and digits.isdigit():
+            found.append(int(digits) * scale)
+    return max(found, default=None)
+
+
+def l1_data_cache_bytes() -> int:
+    """The first CPU's level-1 data cache (sysfs), 32 KiB where it does not say."""
+    return _cache_bytes({"1"}) or 32 * 2**10
+
+
+def last_level_cache_bytes() -> int:
+    """The first CPU's largest data cache (sysfs), 32 MiB where it does not say."""
+    return _cache_bytes({"1", "2", "3", "4"}) or 32 * 2**20

@@ -30,15 +30,15 @@ block (``scratch.SCRATCH_C``). ADR 0014 records the measurements behind the layo
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from pathlib import Path
 
 import attrs
 import numpy as np
 
 from backends.c.codegen import StencilCode, _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
+from backends.c.scratch import SCRATCH_C
+from backends.c.streaming import STREAMING_C
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, float64
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
@@ -47,11 +47,8 @@ from pipeline.passes.traversal import walk
 __all__ = [
     "BLOCKS",
     "ROW_PAD",
-    "STREAM_C",
     "choose_block",
     "generate_sweep",
-    "l1_data_cache_bytes",
-    "last_level_cache_bytes",
 ]
 
 #: Points of the vector dimension per block, by default (``CTranslation.sweep_block=None``)
@@ -73,71 +70,6 @@ BLOCKS = (64, 32, 16)
 #: with 40, 9.6 with 36.
 ROW_PAD = 8
 
-#: Non-temporal stores for the copy out of a block's output buffer: an output larger than the
-#: cache would be evicted before it is read again, and a non-temporal store does not read the
-#: line first (one transfer, not two). x86-64 only; elsewhere plain stores.
-STREAM_C = """
-#if defined(__x86_64__)
-#include <immintrin.h>
-static inline void sf_stream_8(void* p, const void* value) {
-    long long bits; memcpy(&bits, value, 8); _mm_stream_si64((long long*)p, bits);
-}
-static inline void sf_stream_4(void* p, const void* value) {
-    int bits; memcpy(&bits, value, 4); _mm_stream_si32((int*)p, bits);
-}
-static inline void sf_stream_fence(void) { _mm_sfence(); }
-/* dst[k] = src[k * stride] for k < n. A double's address is a multiple of 8, so the scalar
-   head reaches a 64-byte boundary within 7 stores. */
-static inline void sf_stream_column_f64(double* restrict dst, const double* restrict src,
-                                        int64_t stride, int64_t n) {
-    int64_t k = 0;
-#if defined(__AVX512F__)
-    for (; k < n && ((uintptr_t)(dst + k) & 63) != 0; ++k) sf_stream_8(dst + k, src + k * stride);
-    for (; k + 8 <= n; k += 8) {
-        const double* restrict s = src + k * stride;
-        _mm512_stream_pd(dst + k, _mm512_set_pd(s[7 * stride], s[6 * stride], s[5 * stride],
-                                                s[4 * stride], s[3 * stride], s[2 * stride],
-                                                s[stride], s[0]));
-    }
-#endif
-    for (; k < n; ++k) sf_stream_8(dst + k, src + k * stride);
-}
-#define SF_STREAMS 1
-#else
-#define SF_STREAMS 0
-static inline void sf_stream_fence(void) {}
-#endif
-"""
-
-
-def _cache_bytes(levels: set[str], fallback: int) -> int:
-    """The largest data cache of the first CPU among ``levels``, from sysfs."""
-    found = []
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        scale = {"K": 2**10, "M": 2**20}.get(size[-1:], 0)
-        if level in levels and kind in {"Data", "Unified"} and scale and size[:-1].isdigit():
-            found.append(int(size[:-1]) * scale)
-    return max(found, default=fallback)
-
-
-@functools.cache
-def l1_data_cache_bytes() -> int:
-    """The first CPU's level-1 data cache, from sysfs (32 KiB where it does not say)."""
-    return _cache_bytes({"1"}, 32 * 1024)
-
-
-@functools.cache
-def last_level_cache_bytes() -> int:
-    """The first CPU's largest cache, from sysfs (32 MiB where it does not say)."""
-    return _cache_bytes({"1", "2", "3", "4"}, 32 * 2**20)
-
-
 def choose_block(rows: int, l1_bytes: int) -> int:
     """The sweep block for a stencil whose passes read ``rows`` rows a step."""
     for block in BLOCKS:
@@ -148,7 +80,7 @@ def choose_block(rows: int, l1_bytes: int) -> int:
 
 class _SweepGenerator(_StencilGenerator):
     block = BLOCKS[0]  # set per stencil by generate_sweep
-    stream_min_bytes = 16 * 2**20  # set per stencil by generate_sweep
+    stream_min_bytes: int | None = None  # set per stencil by generate_sweep
     # Fields copied per block into [axis][vector] buffers: name -> (lower, upper) reach along
     # the axis. Set by generate().
     buffered: dict[str, tuple[int, int]] = {}  # noqa: RUF012
@@ -402,10 +334,13 @@ class _SweepGenerator(_StencilGenerator):
         for target in self.stencil.outputs:
             if target.name in self.staged:
                 ctype = C_TYPES[self.program.param(target.name).type.dtype]
-                lines.append(
-                    f"    const int st_{target.name} = (size_t)({points}) * sizeof({ctype}) >= "
-                    f"(size_t){self.stream_min_bytes}LL; (void)st_{target.name};"
+                streams = (
+                    "0"
+                    if self.stream_min_bytes is None
+                    else f"(size_t)({points}) * sizeof({ctype}) >= "
+                    f"(size_t){self.stream_min_bytes}LL"
                 )
+                lines.append(f"    const int st_{target.name} = {streams}; (void)st_{target.name};")
         lines += [f"    #pragma omp parallel if ({threaded})", "    {"]
         lines += [
             f"        const size_t z_{buffer} = sf_round64(sizeof({ctype}) * {count});"
@@ -470,7 +405,8 @@ class _SweepGenerator(_StencilGenerator):
             "    return failed ? -1 : 0;",
             "}",
         ]
-        return StencilCode(name, signature, "\n".join(lines), self.dims)
+        helpers = (SCRATCH_C, STREAMING_C) if self.staged else (SCRATCH_C,)
+        return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
     def _pass(
         self,
@@ -537,14 +473,14 @@ def generate_sweep(
     parallel_min_points: int,
     block: int | None = None,
     l1_bytes: int = 32 * 1024,
-    llc_bytes: int = 32 * 2**20,
+    streaming_min_bytes: int | None = None,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil``, which runs scans, over a
     domain (the same signature and return value as ``codegen.generate_stencil``'s), with
     ``block`` points of the vector dimension per block (None: ``choose_block`` for the rows
-    the stencil reads and an L1 data cache of ``l1_bytes``). Outputs of at least half of
-    ``llc_bytes`` over the domain are written with non-temporal stores. The translation unit
-    must define ``STREAM_C`` and ``scratch.SCRATCH_C`` before the function."""
+    the stencil reads and an L1 data cache of ``l1_bytes``). Outputs of at least
+    ``streaming_min_bytes`` over the domain (None: none) are written with non-temporal
+    stores. The translation unit defines the returned code's ``helpers`` before it."""
     generator = _SweepGenerator(
         program,
         stencil,
@@ -557,7 +493,7 @@ def generate_sweep(
     )
     rows = _rows_read(program, stencil)
     generator.block = block if block is not None else choose_block(rows, l1_bytes)
-    generator.stream_min_bytes = max(llc_bytes // 2, 1)
+    generator.stream_min_bytes = streaming_min_bytes
     code = generator.generate()
     how = (
         "given" if block is not None else f"chosen: {rows} rows a step, L1d {l1_bytes // 1024} KiB"

@@ -19,21 +19,16 @@ from backends.c import (
     machine,
     runtime,
     scratch,
+    streaming,
     sweeps,
     units,
     variants,
 )
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
-from backends.c.machine import last_level_cache_bytes
+from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
 from backends.c.runtime import RUNTIME_C
-from backends.c.scratch import SCRATCH_C
-from backends.c.sweeps import (
-    STREAM_C,
-    generate_sweep,
-    l1_data_cache_bytes,
-    last_level_cache_bytes,
-)
+from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
 from pipeline import arguments
@@ -59,6 +54,7 @@ _GENERATOR_VERSION = source_digest(
     launch_abi,
     runtime,
     scratch,
+    streaming,
     sweeps,
     units,
     variants,
@@ -190,14 +186,8 @@ class CTranslation:
         decisions = [None if choice is None else choice.decision() for choice in choices]
         key = fingerprint((ir, sorted(unit.items()), self._options(), decisions))[:16]
         module_name = f"sf_{ir.name}_{key}"
-        # The per-thread scratch (and pthread.h) and the streaming stores (immintrin.h) only
-        # where a stencil uses them: each header and helper is parsed on every cold build.
-        runtime = [RUNTIME_C]
-        if any("sf_scratch(" in code.text for _, code in stencils):
-            runtime.append(SCRATCH_C)
-        if any("sf_stream" in code.text for _, code in stencils):
-            runtime.append(STREAM_C)
-        text = generate_module(ir, module_name, stencils, unit, "\n".join(runtime))
+        helpers = dict.fromkeys(helper for _, code in stencils for helper in code.helpers)
+        text = generate_module(ir, module_name, stencils, unit, "\n".join([RUNTIME_C, *helpers]))
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)
 
     def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:
@@ -244,7 +234,9 @@ class CTranslation:
                 parallel_min_points=self.parallel_min_points,
                 block=self.sweep_block,
                 l1_bytes=l1_data_cache_bytes(),
-                llc_bytes=last_level_cache_bytes(),
+                streaming_min_bytes=(
+                    None if self.streaming_stores is False else self._streaming_min_bytes()
+                ),
             )
             return code, None
         choice = self.choose(ir, stencil, unit)
