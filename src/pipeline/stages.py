@@ -244,7 +244,7 @@ class CompiledArtifact:
     Picklable, so that a disk cache can carry it to another process.
 
     Attributes:
-        path: the file of the built object (e.g. a CPython extension module).
+        path: the file of the built object (e.g. a shared object).
         content_hash: SHA-256 of the file's bytes at publish time; loading checks it.
         entry_point: the symbol the loader calls.
         source: the source the object was built from (the loader reads its metadata).

@@ -529,7 +529,7 @@ class _StencilGenerator:
 
         n_outer = max(1, len(outer))
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
-        # Hidden: called from the bindings' translation unit, never from outside the module.
+        # Hidden: called from the program's own run function, never from outside the object.
         signature = (
             f'__attribute__((visibility("hidden"))) int {name}'
             "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"

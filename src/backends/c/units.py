@@ -1,9 +1,9 @@
 """Several C translation units in one source text.
 
-The C translation emits the stencils and the Python bindings as separate translation units,
-so that the compilation can build them concurrently: the bindings spend their time parsing
-Python's and NumPy's headers, the stencils in the optimizer. They travel as one text (what
-``translate()`` shows and the cache keys hash), each unit opened by a marker line.
+A source may hold several translation units, so that the compilation can build them
+concurrently (the variant measurements do; a c_cpu program, plain C since ADR 0018, is one
+unit). They travel as one text (what ``translate()`` shows and the cache keys hash), each
+unit opened by a marker line.
 """
 
 from __future__ import annotations
