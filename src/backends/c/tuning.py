@@ -42,7 +42,6 @@ from backends.c.compilation import CCompilation, CompilationError
 from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
 from backends.c.measurement import measurement_grid, measurement_source
 from backends.c.runtime import RUNTIME_C
-from backends.c.scratch import SCRATCH_C
 from backends.c.variants import Choice, Variant, choose_unmeasured
 from backends.loops import StencilLayout
 from pipeline.caching import CachedStep, StepCache
@@ -247,8 +246,9 @@ class Tuning:
             )
             for number, variant in enumerate(found)
         ]
+        helpers = dict.fromkeys(helper for code in codes for helper in code.helpers)
         text = measurement_source(
-            program, stencil, codes, grid, argument_struct(program), f"{RUNTIME_C}\n{SCRATCH_C}"
+            program, stencil, codes, grid, argument_struct(program), "\n".join([RUNTIME_C, *helpers])
         )
         request = MeasurementRequest(
             program.name,
