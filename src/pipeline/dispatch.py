@@ -4,12 +4,14 @@ One ``Dispatcher`` per program holds the table from compile-time signature to ex
 fast path, the metrics, the stage dump and the rebuild of a damaged artifact. The data's walk::
 
     Program.__call__(*args)
-      |- fast path: the last signature's ``fast_entry(*args)`` (self-checking; one native call)
+      |- fast path: the last signature's self-checking entry (``fast``): the executable's
+      |  ``fast_entry(*args)`` (one native call), or for an executable without one the
+      |  ``RememberedEntry`` of arguments whose verdict cannot change (JAX arrays)
       '- Dispatcher.call(definition, args)
            key = (definition.output_slices, backend.compile_time_args(args))
            miss -> pipeline.program -> translate -> compile -> load    (once per key, locked)
            entry.fast_entry(*args)                    (refused: the checker explains why)
-           or ArgumentChecker.check(args), then entry.executable(*args)
+           or ArgumentChecker.check(args) (remembered: ``verdicts``), then entry.executable(*args)
 
 An executable runs only for the key it was built for and only on arguments a check accepted:
 its own native checks (``SelfCheckingExecutable``) or the shared ``ArgumentChecker``, so a
@@ -40,7 +42,7 @@ from pipeline.stages import (
     Executable,
     ProgramDefinition,
 )
-from pipeline.verdicts import RememberedCheck
+from pipeline.verdicts import RememberedCheck, RememberedEntry
 from pipeline.workflow import CompilePipeline, StageDump, dump_directory, subscribe
 
 __all__ = ["DispatchBackend", "Dispatcher", "Specialization", "user_facing"]
@@ -87,8 +89,11 @@ class Specialization:
         checker: the argument checks, from ``program``'s IR.
         check: ``checker.check`` with the backend's device, namespace and array type bound,
             skipped for arguments it accepted before that cannot have changed since
-            (``pipeline.verdicts``: JAX arrays and plain scalars).
+            (``pipeline.verdicts``: JAX arrays and plain scalars); returns whether the
+            verdict is remembered.
         fast_entry: the executable's self-checking entry, if it offers one.
+        remembered_entry: for an executable without ``fast_entry``, the entry that runs it on
+            arguments ``check`` remembers (the fast slot once such a call was checked).
     """
 
     program: CompilableProgram
@@ -96,8 +101,9 @@ class Specialization:
     artifact: object
     executable: Executable
     checker: ArgumentChecker
-    check: Callable[[tuple[Any, ...]], None] = attrs.field(repr=False)
+    check: RememberedCheck = attrs.field(repr=False)
     fast_entry: Callable[..., Any] | None
+    remembered_entry: RememberedEntry | None = attrs.field(repr=False)
 
 
 def user_facing(error: DSLError) -> DSLError:
@@ -108,8 +114,9 @@ def user_facing(error: DSLError) -> DSLError:
 class Dispatcher:
     """Per program: compile-time signature -> ``Specialization``, built on first use.
 
-    ``fast`` is the fast entry of the last call's signature (``None`` until a self-checking
-    executable ran): ``Program.__call__`` tries it before anything else.
+    ``fast`` is the self-checking entry of the last call's signature (``None`` until a
+    self-checking executable ran, or a call the checks' memory keeps was accepted):
+    ``Program.__call__`` tries it before anything else.
     """
 
     __slots__ = ("_lock", "_metrics_key", "_table", "backend", "fast")
@@ -213,6 +220,10 @@ class Dispatcher:
         """Run ``found``'s executable on ``args``, checked: natively by its ``fast_entry``
         (the checker then explains a refusal), else by the ``ArgumentChecker`` first.
 
+        The entry that accepted a program call (not a field operator's ``domain=`` call)
+        becomes ``fast``: the ``fast_entry``, or the ``remembered_entry`` when the check
+        remembers the verdict of ``args``.
+
         Raises:
             ArgumentError, DomainError: an argument fails a check.
         """
@@ -223,7 +234,10 @@ class Dispatcher:
                 if definition.output_slices is None:
                     self.fast = fast
                 return result
-        found.check(args)
+        remembered = found.check(args)
+        entry = found.remembered_entry
+        if remembered and entry is not None and definition.output_slices is None:
+            self.fast = entry
         return found.executable(*args)
 
     def _build(
@@ -271,4 +285,13 @@ class Dispatcher:
                 array_type=backend.array_type,
             )
         )
-        return Specialization(program, source, artifact, executable, checker, check, fast_entry)
+        remembered_entry = (
+            None
+            if fast_entry is not None
+            else RememberedEntry(
+                check, executable, backend.compile_time_args, concrete.compile_time_args
+            )
+        )
+        return Specialization(
+            program, source, artifact, executable, checker, check, fast_entry, remembered_entry
+        )

@@ -125,23 +125,52 @@ def test_numpy_scalars_are_taken_as_python_numbers(jax_jit):
     np.testing.assert_allclose(np.asarray(result), _reference(inp, 0.25, out), rtol=1e-14)
 
 
-def test_arguments_get_the_same_errors_as_on_embedded_numpy(jax_jit):
-    on_jax = scaled_lap.with_backend(jax_jit)
-    namespace = jax_jit.array_namespace
-    too_small = namespace.zeros((2, 7, 3))
+def _bad_calls(namespace):
     good = namespace.zeros((8, 7, 3))
-    calls = {
+    return {
         "dtype": (namespace.zeros((8, 7, 3), dtype=namespace.float32), 1.0, good),
-        "halo": (too_small, 1.0, good),
+        "rank": (namespace.zeros((8, 7)), 1.0, good),
+        "halo": (namespace.zeros((2, 7, 3)), 1.0, good),
         "scalar": (good, "1.0", good),
+        "missing": (good, 1.0),
     }
-    for label, args in calls.items():
+
+
+@pytest.mark.parametrize("after_good_calls", [False, True], ids=["first call", "repeat call"])
+def test_arguments_get_the_same_errors_as_on_embedded_numpy(jax_jit, after_good_calls):
+    namespace = jax_jit.array_namespace
+    good = namespace.zeros((8, 7, 3))
+    for label, args in _bad_calls(namespace).items():
+        on_jax = scaled_lap.with_backend(jax_jit)
+        if after_good_calls:  # the checks' memory and the fast slot hold the good call
+            for _ in range(2):
+                on_jax(good, 1.0, good)
         numpy_args = tuple(np.array(a) if hasattr(a, "shape") else a for a in args)
         with pytest.raises((ArgumentError, DomainError)) as expected:
             scaled_lap(*numpy_args)
         with pytest.raises(type(expected.value)) as got:
             on_jax(*args)
         assert str(got.value) == str(expected.value), label
+
+
+def test_repeat_calls_take_the_remembered_entry_and_stay_checked(jax_jit):
+    inp, out, inp_j, out_j = _arrays(jax_jit)
+    on_jax = scaled_lap.with_backend(jax_jit)
+    (first,) = on_jax(inp_j, 0.5, out_j)
+    specialization = on_jax.compile(inp_j, 0.5, out_j).specialization
+    assert on_jax._dispatcher.fast is specialization.remembered_entry
+    # The same arrays, new arrays of the same kind (a result fed back), keywords: all right.
+    (again,) = on_jax(inp_j, 0.5, out_j)
+    (fed_back,) = on_jax(inp_j, 0.5, first)
+    (by_keyword,) = on_jax(inp_j, alpha=0.5, out=out_j)
+    for result in (again, by_keyword):
+        np.testing.assert_allclose(np.asarray(result), _reference(inp, 0.5, out), rtol=1e-14)
+    np.testing.assert_allclose(
+        np.asarray(fed_back), _reference(inp, 0.5, np.asarray(first)), rtol=1e-14
+    )
+    refusal = r"is an array of numpy, but the backend runs on jax\.numpy"
+    with pytest.raises(ArgumentError, match=refusal):
+        on_jax(inp, 0.5, out_j)  # a NumPy input after JAX calls: refused, not converted
 
 
 def test_a_refused_call_after_an_accepted_one_is_refused_again(jax_jit):

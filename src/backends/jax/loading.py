@@ -70,7 +70,10 @@ class JaxJitExecutable:
 
     def _prepared(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         positions = self.program.scalar_positions
-        if not any(isinstance(args[i], np.generic) for i in positions):
+        for position in positions:
+            if isinstance(args[position], np.generic):
+                break
+        else:
             return args
         prepared = list(args)
         for index in positions:
