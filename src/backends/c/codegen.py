@@ -27,7 +27,7 @@ with non-temporal stores on the parallel path of a domain whose outputs take at 
 many bytes: each inner loop computes a chunk of the row into a buffer on the stack, which a
 helper then streams to memory past the caches, so the output's lines are not read from memory
 before being overwritten (a copy-like stencil moves two thirds of the bytes). Elsewhere the
-helper copies the chunk with ordinary stores.
+chunk is computed straight into the output, as without streaming.
 """
 
 from __future__ import annotations
@@ -405,7 +405,8 @@ class _StencilGenerator:
     def _inner_loop(self, reach: tuple[int, int], emits: Sequence[_Emit], indent: str) -> list[str]:
         """One inner-dimension loop computing ``emits`` in order at every point; with
         streamed outputs among them, in chunks of ``STREAM_CHUNK`` points, each chunk's
-        output rows written out of their buffers after its loop."""
+        output rows written out of their buffers after its loop when ``nt`` (else computed
+        in place)."""
         inner = self.dims[-1]
         start, stop = f"lo_{inner} + {reach[0]}", f"hi_{inner} + {reach[1]}"
         if self.streamed and self._store_outputs in emits:
@@ -415,14 +416,20 @@ class _StencilGenerator:
                 f"{indent}    const int64_t e_{inner} = c_{inner} + {STREAM_CHUNK} < {stop} ? "
                 f"c_{inner} + {STREAM_CHUNK} : {stop};",
             ]
-            loop = self._simd_loop(f"c_{inner}", f"e_{inner}", emits, indent + "    ")
-            writes = [
-                f"{indent}    sf_stream_row(p_{name} + "
-                f"{self._row_offset(name)}, o_{name}, "
-                f"(e_{inner} - c_{inner}) * (int64_t)sizeof(*p_{name}), nt);"
+            # Without nt the chunk goes straight to the output: a small domain pays no copy.
+            targets = [
+                f"{indent}    {C_TYPES[self._field_type(name).dtype]}* restrict w_{name} = "
+                f"nt ? o_{name} : p_{name} + {self._row_offset(name)};"
                 for name in self.streamed
             ]
-            return [*outer_lines, *loop, *writes, f"{indent}}}"]
+            loop = self._simd_loop(f"c_{inner}", f"e_{inner}", emits, indent + "    ")
+            writes = [
+                f"{indent}    if (nt) sf_stream_row(p_{name} + "
+                f"{self._row_offset(name)}, o_{name}, "
+                f"(e_{inner} - c_{inner}) * (int64_t)sizeof(*p_{name}), 1);"
+                for name in self.streamed
+            ]
+            return [*outer_lines, *targets, *loop, *writes, f"{indent}}}"]
         return self._simd_loop(start, stop, emits, indent)
 
     def _row_offset(self, name: str) -> str:
@@ -671,7 +678,7 @@ class _StencilGenerator:
             assert isinstance(param.type, FieldType) and result.type is not None
             value = convert(body.value(result, ()), result.type.dtype, param.type.dtype)
             if target.name in self.streamed:
-                stores.append(f"o_{target.name}[x_{inner} - c_{inner}] = {value};")
+                stores.append(f"w_{target.name}[x_{inner} - c_{inner}] = {value};")
             else:
                 offset = element_offset(
                     target.name, param.type.dim_names, {}, self.unit_stride.get(target.name, False)
