@@ -1,10 +1,15 @@
 """The benchmark run: every selected backend and peer, on every workload and size.
 
 ``run(options)`` measures, in order: the machine's copy bandwidth (the limit), then for each
-workload and size the NumPy reference and each backend (verified, then timed), the peers
-(Numba, JAX; those installed, unless turned off), and finally the pipeline figures of the
-compiled backends. It returns a ``Report``; ``benchmarks.report`` turns that into the table
-and the files.
+workload and size the NumPy reference, each backend and the peers (Numba, JAX; those
+installed, unless turned off), and finally the pipeline figures of the compiled backends. It
+returns a ``Report``; ``benchmarks.report`` turns that into the table and the files.
+
+At each workload and size, every row is first prepared (compiled, run once, verified against
+NumPy), then all verified rows are timed together, in alternating rounds: their ratios (to
+NumPy, to the best peer) compare samples taken in the same moments of the machine. Timed one
+after the other, a row's neighbours in the table were minutes apart; on a 2-core VM the small
+JAX rows swung 2x between runs that way.
 
 Rows whose arrays exceed the last-level cache are bandwidth-bound: each of their samples is
 timed right after one run of the copy kernel, and their fractions of the copy bandwidth are
@@ -35,7 +40,13 @@ from benchmarks.machine import (
     last_level_cache_bytes,
     machine_info,
 )
-from benchmarks.measure import is_compiled, measure_backend, measure_reference
+from benchmarks.measure import (
+    Contender,
+    is_compiled,
+    prepare_backend,
+    prepare_reference,
+    time_together,
+)
 from benchmarks.pipeline_figures import PipelineFigures, cache_hit_seconds, measure_pipeline
 from benchmarks.progress import Progress
 from benchmarks.results import Row, with_derived
@@ -168,14 +179,15 @@ def run(options: Options, show_progress: bool = True) -> Report:
         for size in options.sizes:
             repeat = options.repeat_for(size)
             beside = _interleaved(kernel, workload.bytes_per_call(SIZES[size]), cache_bytes)
-            progress.step(f"{workload_name} {size} numpy")
-            rows.append(measure_reference(workload, size, repeat, beside))
+            prepared: list[Contender | Row] = [prepare_reference(workload, size)]
             for name, backend in selected.items():
                 progress.step(f"{workload_name} {size} {name}")
-                rows.append(measure_backend(workload, size, name, backend, repeat, beside))
+                prepared.append(prepare_backend(workload, size, name, backend, repeat))
             for name, factory in peer_factories.items():
                 progress.step(f"{workload_name} {size} {name} (peer)")
-                rows.append(peers.measure_peer(workload, size, name, factory, repeat, beside))
+                prepared.append(peers.prepare_peer(workload, size, name, factory))
+            progress.step(f"{workload_name} {size}: timing {len(prepared)} rows in rounds")
+            rows += time_together(prepared, repeat, beside)
 
     # Again after the rows, and the better of the two counts: a VM's bandwidth drifts, and
     # one measurement taken in a slow moment would flatter every backend measured later.

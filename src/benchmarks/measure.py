@@ -4,8 +4,13 @@ Contract for a backend: allocate every field with ``allocator=backend``, fill it
 workload's deterministic data, compile (compiled backends, timed on its own), run once and check
 the result against NumPy (``assert_allclose``, rtol 1e-12, atol 1e-12 for the values near zero);
 only a verified backend is timed. Any exception becomes a ``FAILED`` row with the message: one
-broken backend never stops the run. Given a ``CopyKernel``, every row is timed next to it
-(``time_row``), and the row's copy fractions are against the copy timed in the same moments.
+broken backend never stops the run. Given a ``CopyKernel``, every sample is timed right after
+one copy, and the row's copy fractions are against the copy timed in the same moments.
+
+The harness first *prepares* every row of a workload and size (``prepare_reference``,
+``prepare_backend``, ``benchmarks.peers.prepare_peer``: arguments, compile, first call,
+verification), then times the verified ones together (``time_together``, in alternating
+rounds), so that the ratios between them are measured in the same moments.
 """
 
 from __future__ import annotations
@@ -21,16 +26,19 @@ from backends import CompiledBackend, EmbeddedBackend
 from benchmarks.arrays import output_of, synchronize, to_backend, to_numpy
 from benchmarks.machine import CopyKernel
 from benchmarks.results import BACKEND, FAILED, OK, REFERENCE, Row
-from benchmarks.timing import time_calls
+from benchmarks.timing import TimedCall, Timing, time_calls, time_in_rounds
 from benchmarks.workloads import SIZES, HostArguments, Workload
 
 __all__ = [
+    "Contender",
     "backend_arguments",
     "expected_output",
     "is_compiled",
     "measure_backend",
     "measure_reference",
-    "time_row",
+    "prepare_backend",
+    "prepare_reference",
+    "time_together",
     "verify",
 ]
 
@@ -68,25 +76,50 @@ def _blank_row(workload: Workload, size: str, backend: str, kind: str) -> Row:
     return Row(workload.name, size, shape, backend, kind, OK, workload.bytes_per_call(shape))
 
 
-def time_row(
-    row: Row,
-    call: Callable[[], object],
-    repeat: int,
-    synchronize: Callable[[object], None] = lambda result: None,
-    copy: CopyKernel | None = None,
-) -> Row:
-    """``row`` with ``call`` timed (``time_calls``), next to ``copy`` when one is given."""
-    timing = time_calls(call, repeat, synchronize, copy.run if copy is not None else None)
-    return row.timed(timing, copy.bytes_moved if copy is not None else None)
+@attrs.frozen
+class Contender:
+    """A verified row, ready to be timed: the row so far and the call that times it."""
+
+    row: Row
+    timed: TimedCall
+
+
+def time_together(
+    prepared: list[Contender | Row], repeat: int, copy: CopyKernel | None = None
+) -> list[Row]:
+    """The rows of ``prepared``, in order: each ``Contender`` timed (``repeat`` samples, all
+    of them in alternating rounds, next to ``copy`` when given; a call that raises becomes a
+    ``FAILED`` row); rows that are already final (failed, skipped) as they are."""
+    contenders = [item for item in prepared if isinstance(item, Contender)]
+    timings = time_in_rounds(
+        [contender.timed for contender in contenders],
+        repeat,
+        copy.run if copy is not None else None,
+    )
+    reference_bytes = copy.bytes_moved if copy is not None else None
+    timed = {
+        id(contender): (
+            contender.row.timed(timing, reference_bytes)
+            if isinstance(timing, Timing)
+            else _failed(contender.row, f"{type(timing).__name__}: {timing}")
+        )
+        for contender, timing in zip(contenders, timings, strict=True)
+    }
+    return [timed[id(item)] if isinstance(item, Contender) else item for item in prepared]
 
 
 def measure_reference(
     workload: Workload, size: str, repeat: int, copy: CopyKernel | None = None
 ) -> Row:
     """Time the workload's NumPy-slicing reference on plain NumPy arrays."""
+    return time_together([prepare_reference(workload, size)], repeat, copy)[0]
+
+
+def prepare_reference(workload: Workload, size: str) -> Contender:
+    """The workload's NumPy-slicing reference on plain NumPy arrays, ready to be timed."""
     arguments = workload.host_arguments(SIZES[size])
     row = _blank_row(workload, size, "numpy", REFERENCE)
-    return time_row(row, lambda: workload.reference(arguments), repeat, copy=copy)
+    return Contender(row, TimedCall(lambda: workload.reference(arguments)))
 
 
 def backend_arguments(workload: Workload, host: HostArguments, backend: object) -> list[Any]:
@@ -116,9 +149,18 @@ def measure_backend(
     copy: CopyKernel | None = None,
 ) -> Row:
     """Verify, then time, ``workload`` on ``backend`` (see the module docstring)."""
+    return time_together([prepare_backend(workload, size, name, backend, repeat)], repeat, copy)[0]
+
+
+def prepare_backend(
+    workload: Workload, size: str, name: str, backend: Any, repeat: int
+) -> Contender | Row:
+    """``workload`` on ``backend`` compiled, run once and verified: a ``Contender`` to time,
+    or the final ``FAILED`` row. ``repeat`` is for the direct-call figure of compiled
+    backends on the small grid, timed here."""
     row = _blank_row(workload, size, name, BACKEND)
     try:
-        return _measure_backend(workload, size, backend, repeat, row, copy)
+        return _prepare_backend(workload, size, backend, repeat, row)
     except Exception as error:  # a failing backend is a reported row
         return _failed(row, f"{type(error).__name__}: {error}")
 
@@ -127,9 +169,9 @@ def _failed(row: Row, message: str) -> Row:
     return attrs.evolve(row, status=FAILED, message=message)
 
 
-def _measure_backend(
-    workload: Workload, size: str, backend: Any, repeat: int, row: Row, copy: CopyKernel | None
-) -> Row:
+def _prepare_backend(
+    workload: Workload, size: str, backend: Any, repeat: int, row: Row
+) -> Contender | Row:
     shape = SIZES[size]
     program = workload.program.with_backend(backend)
     arguments = backend_arguments(workload, workload.host_arguments(shape), backend)
@@ -155,8 +197,7 @@ def _measure_backend(
         # itself would cost a microsecond-scale call a good part of its time.
         wait = _no_wait
 
-    row = time_row(row, lambda: program(*arguments), repeat, wait, copy)
     if executable is not None and size == "small":
         direct = time_calls(lambda: executable(*arguments), repeat, wait)
         row = attrs.evolve(row, direct_call_seconds=direct.median)
-    return row
+    return Contender(row, TimedCall(lambda: program(*arguments), wait))

@@ -22,12 +22,12 @@ import numpy as np
 
 from benchmarks.arrays import synchronize
 from benchmarks.machine import CopyKernel
-from benchmarks.measure import expected_output, time_row, verify
+from benchmarks.measure import Contender, expected_output, time_together, verify
 from benchmarks.results import FAILED, PEER, SKIPPED, Row
-from benchmarks.timing import time_calls
+from benchmarks.timing import TimedCall, time_calls
 from benchmarks.workloads import SIZES, Workload
 
-__all__ = ["PeerFactory", "available_peers", "measure_peer"]
+__all__ = ["PeerFactory", "available_peers", "measure_peer", "prepare_peer"]
 
 #: Runs the workload once and returns the output array.
 PeerRunner = Callable[[], Any]
@@ -58,6 +58,13 @@ def measure_peer(
     copy: CopyKernel | None = None,
 ) -> Row:
     """Verify, then time, one peer on one workload and size (errors become FAILED rows)."""
+    return time_together([prepare_peer(workload, size, name, factory)], repeat, copy)[0]
+
+
+def prepare_peer(workload: Workload, size: str, name: str, factory: PeerFactory) -> Contender | Row:
+    """One peer on one workload and size, compiled, run once and verified: a ``Contender``
+    to time, or the final row (``FAILED``, or ``skipped`` without a version of the workload).
+    """
     shape = SIZES[size]
     row = Row(workload.name, size, shape, name, PEER, "ok", workload.bytes_per_call(shape))
     try:
@@ -69,7 +76,7 @@ def measure_peer(
         mismatch = verify(runner(), expected_output(workload, shape))
         if mismatch is not None:
             return attrs.evolve(row, status=FAILED, message=mismatch)
-        return time_row(row, runner, repeat, synchronize, copy)
+        return Contender(row, TimedCall(runner, synchronize))
     except Exception as error:  # a failing peer is a reported row
         return attrs.evolve(row, status=FAILED, message=f"{type(error).__name__}: {error}")
 

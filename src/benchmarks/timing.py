@@ -4,6 +4,11 @@ A call can be timed next to a *reference* (the copy kernel, for the bandwidth ro
 reference call is timed right before every sample, so that the two are measured in the same
 moments of a machine whose speed drifts (a VM with busy neighbours), and their ratio is
 stable where two measurements taken minutes apart are not.
+
+Calls that are compared with each other (a backend, the NumPy reference and the peers on one
+workload and size) are timed together by ``time_in_rounds``: a few samples of each in turn,
+round after round, in rotated order, so that a slow moment of the machine falls on all of
+them alike instead of on whichever happened to run then.
 """
 
 from __future__ import annotations
@@ -11,11 +16,11 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
-__all__ = ["Timing", "time_calls"]
+__all__ = ["TimedCall", "Timing", "time_calls", "time_in_rounds"]
 
 
 @attrs.frozen
@@ -66,14 +71,83 @@ def time_calls(
     for _ in range(max(repeat, 1)):
         if reference is not None:
             reference_seconds.append(_duration(reference))
-        start = time.perf_counter()
-        for _ in range(batch):
-            synchronize(call())
-        seconds.append((time.perf_counter() - start) / batch)
+        seconds.append(_batch_seconds(TimedCall(call, synchronize), batch))
+    return _summary(seconds, reference_seconds)
+
+
+@attrs.frozen
+class TimedCall:
+    """A call to time and what waits for its result (see ``time_calls``)."""
+
+    call: Callable[[], object]
+    synchronize: Callable[[object], None] = lambda result: None
+
+
+#: Rounds of ``time_in_rounds`` when a call's ``repeat`` allows as many.
+ROUNDS = 10
+
+
+def time_in_rounds(
+    calls: Sequence[TimedCall],
+    repeat: int,
+    reference: Callable[[], object] | None = None,
+    rounds: int = ROUNDS,
+) -> list[Timing | Exception]:
+    """Time ``repeat`` samples of each of ``calls``, in ``rounds`` rounds (fewer when
+    ``repeat`` is smaller): each round takes its share of every call's samples, one call
+    after another, the order rotated by one each round. Samples are batched as in
+    ``time_calls`` (each call's batch size calibrated once, before the first round), and
+    ``reference`` is timed right before every sample.
+
+    Returns, in the order of ``calls``, each call's timing, or the exception it raised: a
+    call that raises is timed no further, and the others go on.
+    """
+    repeat = max(repeat, 1)
+    rounds = max(1, min(rounds, repeat))
+    results: list[Timing | Exception | None] = [None] * len(calls)
+    batches: list[int] = []
+    for index, timed in enumerate(calls):
+        try:
+            batches.append(_batch_size(timed.call, timed.synchronize))
+        except Exception as error:  # reported in the call's place
+            batches.append(0)
+            results[index] = error
+    seconds: list[list[float]] = [[] for _ in calls]
+    reference_seconds: list[list[float]] = [[] for _ in calls]
+    for turn in range(rounds):
+        # Round ``turn`` brings every call up to its share of ``repeat`` samples so far.
+        target = repeat * (turn + 1) // rounds
+        for offset in range(len(calls)):
+            index = (turn + offset) % len(calls)
+            try:
+                while results[index] is None and len(seconds[index]) < target:
+                    if reference is not None:
+                        reference_seconds[index].append(_duration(reference))
+                    seconds[index].append(_batch_seconds(calls[index], batches[index]))
+            except Exception as error:  # reported in the call's place
+                results[index] = error
+    return [
+        result if result is not None else _summary(samples, reference_samples)
+        for result, samples, reference_samples in zip(
+            results, seconds, reference_seconds, strict=True
+        )
+    ]
+
+
+def _summary(seconds: list[float], reference_seconds: list[float]) -> Timing:
     timing = Timing.of(seconds)
     if reference_seconds:
         timing = attrs.evolve(timing, reference=Timing.of(reference_seconds))
     return timing
+
+
+def _batch_seconds(timed: TimedCall, batch: int) -> float:
+    """The mean time of one call in a batch of ``batch`` back-to-back calls."""
+    call, synchronize = timed.call, timed.synchronize
+    start = time.perf_counter()
+    for _ in range(batch):
+        synchronize(call())
+    return (time.perf_counter() - start) / batch
 
 
 def _duration(call: Callable[[], object]) -> float:

@@ -250,3 +250,42 @@ def test_the_peers_run_by_default_and_no_peers_leaves_them_out():
     assert parse_options([]).peers is True
     assert parse_options(["--no-peers"]).peers is False
     assert parse_options(["--quick", "--peers"]).peers is True
+
+
+def test_the_rows_of_one_workload_and_size_are_timed_together_in_rounds(monkeypatch, tmp_path):
+    from benchmarks import harness, measure, timing
+
+    batches: list[int] = []
+
+    def recorded(calls, repeat, reference=None, rounds=timing.ROUNDS):
+        batches.append(len(calls))
+        return timing.time_in_rounds(calls, repeat, reference, rounds)
+
+    monkeypatch.setattr(measure, "time_in_rounds", recorded)
+    report = harness.run(
+        harness.Options(backends=("embedded_numpy",), workloads=("laplacian", "hdiff"),
+                        sizes=("small",), quick=True, peers=False, output=tmp_path),
+        show_progress=False,
+    )
+    # One timing per workload and size, of NumPy and the backend together.
+    assert batches == [2, 2]
+    assert [(r.workload, r.backend, r.status) for r in report.rows] == [
+        ("laplacian", "numpy", OK), ("laplacian", "embedded_numpy", OK),
+        ("hdiff", "numpy", OK), ("hdiff", "embedded_numpy", OK),
+    ]
+
+
+def test_a_failed_row_is_kept_in_place_and_the_others_are_still_timed():
+    from benchmarks.measure import prepare_backend, prepare_reference, time_together
+
+    workload = workloads.WORKLOADS["laplacian"]
+    prepared = [
+        prepare_reference(workload, "small"),
+        prepare_backend(workload, "small", "wrong", _variant("wrong", loading=_spoiling_loading), 3),
+        prepare_backend(workload, "small", "embedded_numpy", backends.embedded_numpy, 3),
+    ]
+    rows = time_together(prepared, 3)
+    assert [(r.backend, r.status) for r in rows] == [
+        ("numpy", OK), ("wrong", FAILED), ("embedded_numpy", OK)
+    ]
+    assert rows[0].samples == rows[2].samples == 3 and rows[1].median is None

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from benchmarks.timing import MIN_SAMPLE_SECONDS, Timing, time_calls
+from benchmarks.timing import MIN_SAMPLE_SECONDS, TimedCall, Timing, time_calls, time_in_rounds
 
 
 def test_short_calls_are_timed_in_batches_and_reported_per_call():
@@ -60,3 +60,51 @@ def test_a_reference_is_timed_once_right_before_each_sample():
     assert timing.reference.minimum >= MIN_SAMPLE_SECONDS * 3
     assert timing.minimum >= MIN_SAMPLE_SECONDS * 2
     assert time_calls(call, repeat=1).reference is None
+
+
+def _long_call(name: str, events: list[str]) -> TimedCall:
+    def call() -> None:
+        events.append(name)
+        time.sleep(MIN_SAMPLE_SECONDS * 1.5)
+
+    return TimedCall(call)
+
+
+def test_calls_timed_in_rounds_take_turns_in_rotated_order():
+    events: list[str] = []
+    calls = [_long_call(name, events) for name in "abc"]
+    timings = time_in_rounds(calls, repeat=6, rounds=3)
+    assert [t.samples for t in timings if isinstance(t, Timing)] == [6, 6, 6]
+    timed = events[3:]  # after one calibration call each
+    assert events[:3] == ["a", "b", "c"]
+    # Each round gives every call two samples; the first call of a round moves on by one.
+    assert timed == list("aabbcc" + "bbccaa" + "ccaabb")
+
+
+def test_a_reference_is_timed_before_every_sample_of_every_call_in_rounds():
+    events: list[str] = []
+    calls = [_long_call(name, events) for name in "ab"]
+    timings = time_in_rounds(calls, repeat=2, reference=lambda: events.append("copy"), rounds=2)
+    assert events[2:] == ["copy", "a", "copy", "b", "copy", "b", "copy", "a"]
+    assert all(isinstance(t, Timing) and t.reference is not None for t in timings)
+    assert [t.reference.samples for t in timings if isinstance(t, Timing) and t.reference] == [2, 2]
+
+
+def test_a_call_that_raises_in_a_round_is_reported_and_the_others_go_on():
+    events: list[str] = []
+    failures = iter([False, False, True])
+
+    def flaky() -> None:
+        time.sleep(MIN_SAMPLE_SECONDS * 1.5)
+        if next(failures, True):
+            raise RuntimeError("device lost")
+
+    timings = time_in_rounds([TimedCall(flaky), _long_call("b", events)], repeat=4, rounds=4)
+    assert isinstance(timings[0], RuntimeError) and "device lost" in str(timings[0])
+    assert isinstance(timings[1], Timing) and timings[1].samples == 4
+
+
+def test_fewer_samples_than_rounds_mean_fewer_rounds():
+    events: list[str] = []
+    timings = time_in_rounds([_long_call("a", events)], repeat=2, rounds=10)
+    assert isinstance(timings[0], Timing) and timings[0].samples == 2
