@@ -23,7 +23,13 @@ from benchmarks import workloads
 from benchmarks.__main__ import main
 from benchmarks.comparison import compare, load_rows
 from benchmarks.machine import copy_kernel, last_level_cache_bytes
-from benchmarks.measure import measure_backend
+from benchmarks import harness, measure, timing
+from benchmarks.measure import (
+    measure_backend,
+    prepare_backend,
+    prepare_reference,
+    time_together,
+)
 from benchmarks.results import FAILED, OK, Row, with_derived
 from benchmarks.selection import select_backends
 
@@ -253,8 +259,6 @@ def test_the_peers_run_by_default_and_no_peers_leaves_them_out():
 
 
 def test_the_rows_of_one_workload_and_size_are_timed_together_in_rounds(monkeypatch, tmp_path):
-    from benchmarks import harness, measure, timing
-
     batches: list[int] = []
 
     def recorded(calls, repeat, reference=None, rounds=timing.ROUNDS):
@@ -276,12 +280,12 @@ def test_the_rows_of_one_workload_and_size_are_timed_together_in_rounds(monkeypa
 
 
 def test_a_failed_row_is_kept_in_place_and_the_others_are_still_timed():
-    from benchmarks.measure import prepare_backend, prepare_reference, time_together
-
     workload = workloads.WORKLOADS["laplacian"]
     prepared = [
         prepare_reference(workload, "small"),
-        prepare_backend(workload, "small", "wrong", _variant("wrong", loading=_spoiling_loading), 3),
+        prepare_backend(
+            workload, "small", "wrong", _variant("wrong", loading=_spoiling_loading), 3
+        ),
         prepare_backend(workload, "small", "embedded_numpy", backends.embedded_numpy, 3),
     ]
     rows = time_together(prepared, 3)
