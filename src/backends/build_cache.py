@@ -8,7 +8,8 @@
 - ``publish(space, built, name, files)``: one atomic ``os.replace`` of a built file or folder
   into ``builds/name``, with its content hash (SHA-256 of each of ``files``, joined); a folder
   gets a completion marker holding that hash; a publication another process made meanwhile
-  is kept when intact; then the cache's size bound is enforced;
+  is kept when intact; then the cache's size bound is enforced (in the configured cache
+  directory only);
 - ``intact(path, content_hash, files)``: the check a cached artifact passes before it is used.
 
 Compilations call ``build(space, make)``, which runs ``make`` in a fresh work directory and,
@@ -28,7 +29,7 @@ from typing import TypeVar
 
 import attrs
 
-from backends.cache import build_directories, sweep_stale_builds
+from backends.cache import build_directories, configured_cache_directory, sweep_stale_builds
 from backends.cache_inventory import enforce_size_bound
 from pipeline.errors import CacheDegradedWarning, DamagedArtifactError
 from pipeline.fingerprint import fingerprint_bytes
@@ -75,6 +76,16 @@ def verified_bytes(path: Path, content_hash: str, what: str) -> bytes:
 def _uncached_space() -> BuildSpace:
     temporary = Path(tempfile.mkdtemp(prefix="stencilforge-uncached-"))
     return BuildSpace(temporary, temporary, kept=False)
+
+
+def _is_the_cache_directory(path: Path) -> bool:
+    """Whether ``path`` is the configured cache directory: only there is the size bound
+    enforced. A build directory of the user's own choosing (``CCompilation(build_directory=
+    "/tmp/mine")``) is not pruned, and nothing beside it is: its parent may be ``/tmp``."""
+    try:
+        return path.resolve() == configured_cache_directory().resolve()
+    except OSError:
+        return False
 
 
 def _disk_full(error: BaseException) -> bool:
@@ -152,7 +163,7 @@ class BuildCache:
         else:
             digest = content_hash([built])
             os.replace(built, target)  # the publish: atomic on one filesystem
-        if space.kept:
+        if space.kept and _is_the_cache_directory(self.root.parent):
             enforce_size_bound(self.root.parent)
         return target, digest
 

@@ -32,6 +32,7 @@ __all__ = [
     "TOOLCHAIN_DIR_VARIABLE",
     "build_directories",
     "cache_directory",
+    "configured_cache_directory",
     "shared_store",
     "step_cache",
     "sweep_stale_builds",
@@ -49,9 +50,14 @@ def cache_directory() -> Path:
     Raises:
         UnsafeCacheDirectoryError: the directory is writable by group or others.
     """
+    return ensure_private_directory(configured_cache_directory())
+
+
+def configured_cache_directory() -> Path:
+    """Where the build-cache directory is (``STENCILFORGE_CACHE_DIR`` or the per-user
+    default), read at each call; nothing is created or checked."""
     configured = os.environ.get(CACHE_DIR_VARIABLE)
-    path = Path(configured) if configured else Path(platformdirs.user_cache_dir("stencilforge"))
-    return ensure_private_directory(path)
+    return Path(configured) if configured else Path(platformdirs.user_cache_dir("stencilforge"))
 
 
 def toolchain_directory() -> Path:

@@ -6,9 +6,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import attrs
+import numpy as np
 import pytest
+
+import backends
+from pipeline import Dimension, Field, field_operator, float64, program
 
 from backends.cache_inventory import inventory, parse_size
 
@@ -143,3 +149,42 @@ def test_sizes_are_written_with_binary_units(text, size):
 def test_a_bad_size_says_how_to_write_one():
     with pytest.raises(ValueError, match=r"not a size; write bytes, or a number with K, M, G"):
         parse_size("lots")
+
+
+def test_a_build_directory_outside_the_cache_prunes_nothing_beside_it(tmp_path, monkeypatch):
+    # A build directory of the user's own, in a shared parent (think /tmp), with a bound the
+    # first build exceeds: the bound is the cache directory's, and nothing beside is touched.
+    bystander = tmp_path / "someone-else" / "builds" / "old-build"
+    bystander.parent.mkdir(parents=True)
+    bystander.write_text("not ours")
+    hours_ago = time.time() - 7200
+    os.utime(bystander, (hours_ago, hours_ago))
+    monkeypatch.setenv("STENCILFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STENCILFORGE_CACHE_MAX_SIZE", "1")
+    mine = tmp_path / "mine"
+    backend = attrs.evolve(
+        backends.c_cpu,
+        name="c_cpu_own_directory",
+        pipeline=backends.c_cpu.pipeline.evolve_step("compilation", build_directory=str(mine)),
+    )
+    inp, out = np.arange(10.0), np.zeros(10)
+    _weighted_sum().with_backend(backend)(inp, out)
+    assert out[1:].tolist() == (2.0 * inp[:-1] + inp[1:]).tolist()
+    assert bystander.read_text() == "not ours"
+    assert any((mine / "builds").iterdir())  # the build is kept where the user said
+
+
+I = Dimension("I")
+F = Field[[I], float64]
+
+
+def _weighted_sum():
+    @field_operator
+    def weighted(f: F) -> F:
+        return 2.0 * f(I - 1) + f
+
+    @program
+    def run(f: F, out: F):
+        weighted(f, out=out[1:])
+
+    return run
