@@ -7,8 +7,16 @@ touches on a grid of its own (C-contiguous, 64-byte aligned, filled in parallel 
 deterministic values), so no user memory is ever given to the candidates and every read
 lies inside the arrays (the domain keeps the stencil's whole reach inside). It calls each
 candidate once to warm up, then in rounds, the candidates in rotated order, and prints the
-best wall-clock and processor time per call of each: ``<candidate> <wall> <processor>``
-(seconds) per line.
+best wall-clock time and the median processor time per call of each:
+``<candidate> <wall> <processor>`` (seconds) per line.
+
+The median, not the least, processor time: the process clock read around one short parallel
+call can miss part of the other threads' work or count work of the call before (Linux brings
+a running thread's time up to date at its scheduler events, a tick or a switch). On the Zen 4
+VM, 20 of 400 calls of 3 ms on two busy threads read below 0.9 of their processor time, down
+to a third, and some above it, up to 1.5 times (ADR 0009). The least of five readings is one
+of those for about a fifth of the candidates, enough to decide between candidates 5-10 %
+apart; the median of five is not moved by one or two of them.
 
 The grid: the innermost iteration dimension 64 points (a K column), the others equal, so
 that the fields together take about twice the last-level cache (64 to 256 MiB): the
@@ -108,6 +116,17 @@ static double sf_clock(clockid_t clock) {
     clock_gettime(clock, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+/* The median of x[0..n) (sorts it in place; n >= 1): the middle value, or the mean of the
+   two middle ones. */
+static double sf_median(double* x, int n) {
+    for (int i = 1; i < n; ++i) {
+        const double v = x[i];
+        int j = i;
+        while (j > 0 && x[j - 1] > v) { x[j] = x[j - 1]; --j; }
+        x[j] = v;
+    }
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
 """
 
 
@@ -182,11 +201,15 @@ def _main(
         f"const int64_t*) = {{{table}}};",
         f"    const int count = {len(codes)};",
         f"    double best[{len(codes)}], cpu[{len(codes)}];",
+        "    if (rounds < 1) return 2;",
+        "    double* samples = malloc(sizeof(double) * (size_t)rounds * (size_t)count);",
+        "    if (!samples) return 2;",
         "    for (int c = 0; c < count; ++c) {",
         "        best[c] = cpu[c] = 1e300;",
         "        if (candidates[c](&a, lo, hi) != 0) return 3;  /* warm-up: threads, scratch */",
         "    }",
         "    const double start = sf_clock(CLOCK_MONOTONIC);",
+        "    int done = 0;",
         "    for (int r = 0; r < rounds; ++r) {",
         "        for (int j = 0; j < count; ++j) {",
         "            const int c = (r + j) % count;",
@@ -196,11 +219,15 @@ def _main(
         "            const double u = sf_clock(CLOCK_PROCESS_CPUTIME_ID) - u0;",
         "            const double t = sf_clock(CLOCK_MONOTONIC) - t0;",
         "            if (t < best[c]) best[c] = t;",
-        "            if (u < cpu[c]) cpu[c] = u;",
+        "            samples[(size_t)c * (size_t)rounds + (size_t)r] = u;",
         "        }",
+        "        done = r + 1;",
         # Bounded: on a slow machine, fewer rounds (at least two).
         f"        if (r >= 1 && sf_clock(CLOCK_MONOTONIC) - start > {budget_seconds!r}) break;",
         "    }",
+        "    for (int c = 0; c < count; ++c)",
+        "        cpu[c] = sf_median(samples + (size_t)c * (size_t)rounds, done);",
+        "    free(samples);",
         "    for (int c = 0; c < count; ++c) printf(\"%d %.9e %.9e\\n\", c, best[c], cpu[c]);",
     ]
     lines += [f"    free(a.p_{name});" for name in used]

@@ -11,11 +11,12 @@ stencil) reads the record. Stencils without shifted locals share one record per 
 
 ``MeasureVariants`` builds the measuring executable (``backends.c.measurement``: one unit
 per candidate, compiled concurrently, plain C), runs it on arrays it allocates, and picks the
-candidate with the least processor time per call (min over the rounds, the candidates
-interleaved; OpenMP's waiting threads sleep). Processor time, not wall-clock time: on a
-machine shared with other work, a descheduled thread makes a call's wall time several times
-longer at random, while the processor time of the work (memory stalls included) moves by a
-few percent (ADR 0009 has the figures).
+candidate with the least processor time per call (the median over the rounds, the
+candidates interleaved; OpenMP's waiting threads sleep). Processor time, not wall-clock
+time: on a machine shared with other work, a descheduled thread makes a call's wall time
+several times longer at random, while the processor time of the work (memory stalls
+included) moves by a few percent. The median, since a single reading of the process clock
+can be a third off (``backends.c.measurement``; ADR 0009 has the figures).
 Runs on one machine take turns (a file lock in the build cache), so concurrent builds (a
 process pool of ``compile_many``) do not measure at the same time; a compile in another
 worker may still disturb a run, which the interleaving spreads over all candidates.
@@ -105,8 +106,8 @@ class MeasureVariants:
 
     Attributes:
         compilation: builds the executable (its compiler and flags, as the program's build).
-        rounds: timed calls of each candidate (the best counts), after one warm-up call;
-            fewer (at least two) when the rounds take more than a second.
+        rounds: timed calls of each candidate (the median processor time counts), after one
+            warm-up call; fewer (at least two) when the rounds take more than a second.
         timeout: seconds the executable may run.
     """
 

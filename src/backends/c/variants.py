@@ -93,11 +93,11 @@ class Choice:
         how: ``"given"`` (the translation's options fix it), ``"measured"``, ``"default"``
             (automatic, but nothing was measured: ``reason`` says why).
         reason: why nothing was measured, or on what the measurement ran.
-        timings: for ``"measured"``, each candidate with its best wall-clock and processor
-            time per call in seconds (processor time: all threads together), in the order
-            measured. They stay in the choice record: the generated code and its key hold
-            ``decision()`` only, so machines of one identity that measured apart build the
-            same code.
+        timings: for ``"measured"``, each candidate with its best wall-clock and median
+            processor time per call in seconds (processor time: all threads together), in
+            the order measured. They stay in the choice record: the generated code and its
+            key hold ``decision()`` only, so machines of one identity that measured apart
+            build the same code.
     """
 
     variant: Variant
@@ -118,7 +118,7 @@ class Choice:
         return text + ")"
 
     def figures(self) -> str:
-        """Each candidate's best processor time per call, in words (empty when nothing was
+        """Each candidate's median processor time per call, in words (empty when nothing was
         measured)."""
         return "; ".join(
             f"{v.describe()} {cpu * 1e3:.2f} ms ({wall * 1e3:.2f} ms wall)"
