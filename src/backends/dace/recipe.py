@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Fusion", "RowStorage", "SDFGRecipe", "apply_recipe"]
+__all__ = ["Fusion", "RowStorage", "SDFGRecipe", "Tasklets", "apply_recipe"]
 
 
 class Fusion(enum.Enum):
@@ -45,10 +45,23 @@ class Fusion(enum.Enum):
     OTF = "otf"
     #: temporaries computed where they are read, in the outputs' loop (no transients)
     INLINE = "inline"
+    #: ``StencilTiling`` + ``SubgraphFusion``: one tiled map, transients of one tile
+    TILED = "tiled"
+
+
+class Tasklets(enum.Enum):
+    """What one tasklet of a CPU stencil with temporaries computes."""
+
+    #: one point: every map spans all the stencil's dimensions, and the compiler vectorizes
+    #: the innermost one, a plain loop inside the OpenMP-parallel outer dimensions
+    POINTS = "points"
+    #: a row along the innermost dimension, in a loop marked ``omp simd`` (the map spans the
+    #: outer dimensions; the connectors are row pointers)
+    ROWS = "rows"
 
 
 class RowStorage(enum.Enum):
-    """Where the rows that fusion leaves in a fused map's scope live."""
+    """Where the rows that fusion leaves in a fused map's scope live (``Tasklets.ROWS``)."""
 
     #: on the stack (DaCe's ``StorageType.Register(force=True)``: a variable-length array
     #: per iteration of the map, as long as the row)
@@ -58,31 +71,70 @@ class RowStorage(enum.Enum):
     HEAP = "heap"
 
 
+def _check_tile(recipe: SDFGRecipe, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not value or any(not isinstance(size, int) or size < 1 for size in value):
+        raise ValueError(f"SDFGRecipe.tile: expected positive integer sizes, got {value!r}")
+
+
+def _check_tasklets(recipe: SDFGRecipe, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if recipe.fusion == Fusion.TILED and value != Tasklets.POINTS:
+        raise ValueError(
+            "SDFGRecipe(fusion=Fusion.TILED) needs tasklets=Tasklets.POINTS: StencilTiling "
+            "requires every memlet dimension to be indexed by one map parameter"
+        )
+
+
 @attrs.frozen
 class SDFGRecipe:
     """The transformations applied to a CPU SDFG (see the module's docstring).
 
     Attributes:
         fusion: how a stencil's maps are fused (``INLINE``: whether there are maps to fuse).
-        row_storage: where the rows left in a fused map's scope live (``OTF`` only).
+        tasklets: what one tasklet of a stencil with temporaries computes (a stencil
+            without temporaries always gets row tasklets).
+        row_storage: where the rows left in a fused map's scope live (``OTF`` with rows).
+        tile: ``TILED`` only: the tile's size along the stencil's dimensions, innermost
+            (contiguous) last; a stencil with more dimensions repeats the first size for the
+            outer ones.
+
+    Raises:
+        ValueError: an empty ``tile`` or a size under 1; ``TILED`` with row tasklets.
     """
 
-    fusion: Fusion = Fusion.INLINE
+    fusion: Fusion = Fusion.OTF
+    tasklets: Tasklets = attrs.field(default=Tasklets.POINTS, validator=_check_tasklets)
     row_storage: RowStorage = RowStorage.STACK
+    tile: tuple[int, ...] = attrs.field(default=(8, 8, 64), converter=tuple, validator=_check_tile)
 
     @property
     def name(self) -> str:
-        """A short, readable name: ``inline``, ``otf+stack``, ``none``."""
+        """A short, readable name: ``otf``, ``inline``, ``none``, ``tiled8x8x64``, and with
+        row tasklets ``otf+stack``, ``otf+heap``, ``none+rows``."""
         fusion: str = self.fusion.value
-        if self.fusion != Fusion.OTF:
+        if self.fusion == Fusion.TILED:
+            return fusion + "x".join(map(str, self.tile))
+        if self.fusion == Fusion.INLINE or self.tasklets == Tasklets.POINTS:
             return fusion
-        return f"{fusion}+{self.row_storage.value}"
+        if self.fusion == Fusion.OTF:
+            return f"{fusion}+{self.row_storage.value}"
+        return f"{fusion}+rows"
 
     @property
     def keeps_temporaries(self) -> bool:
         """Whether the translation builds temporaries as transients computed by their own
         maps (False: it computes them inline, in the outputs' tasklet)."""
         return self.fusion != Fusion.INLINE
+
+    @property
+    def tasklet_rows(self) -> bool:
+        """Whether a CPU stencil with temporaries gets row tasklets."""
+        return self.tasklets == Tasklets.ROWS
+
+    def tile_for(self, rank: int) -> tuple[int, ...]:
+        """The tile sizes for a stencil over ``rank`` dimensions, outermost first."""
+        if rank <= len(self.tile):
+            return self.tile[len(self.tile) - rank :]
+        return (self.tile[0],) * (rank - len(self.tile)) + self.tile
 
 
 def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
@@ -92,12 +144,28 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
     removed, so that neither the SDFG nor the external memory the loader provides keeps them.
     ``NONE`` and ``INLINE`` apply nothing (``INLINE`` acts in the translation).
     """
+    if recipe.fusion == Fusion.TILED:
+        from backends.dace.tiling import tile_stencils  # noqa: PLC0415  (imports DaCe)
+
+        return tile_stencils(dace, sdfg, recipe.tile_for)
     if recipe.fusion != Fusion.OTF:
         return 0
     from dace.transformation.dataflow import OTFMapFusion  # noqa: PLC0415  (optional package)
 
     before = set(sdfg.arrays)
     applied = int(sdfg.apply_transformations_repeated(OTFMapFusion, validate=False))
+    remove_unused_transients(dace, sdfg)
+    if recipe.tasklet_rows and recipe.row_storage == RowStorage.STACK:
+        stack = dace.StorageType.Register(force=True)
+        for name in set(sdfg.arrays) - before:
+            data = sdfg.arrays[name]
+            if data.transient and data.lifetime == dace.AllocationLifetime.Scope:
+                data.storage = stack
+    return applied
+
+
+def remove_unused_transients(dace: Any, sdfg: Any) -> None:
+    """Remove the transients of ``sdfg`` that no access node uses any more."""
     used = {
         node.data
         for node, _ in sdfg.all_nodes_recursive()
@@ -106,10 +174,3 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
     for name, data in list(sdfg.arrays.items()):
         if data.transient and name not in used:
             sdfg.remove_data(name, validate=False)
-    if recipe.row_storage == RowStorage.STACK:
-        stack = dace.StorageType.Register(force=True)
-        for name in set(sdfg.arrays) - before:
-            data = sdfg.arrays[name]
-            if data.transient and data.lifetime == dace.AllocationLifetime.Scope:
-                data.storage = stack
-    return applied
