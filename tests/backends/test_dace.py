@@ -138,7 +138,8 @@ def test_the_inline_recipe_computes_hdiffs_temporaries_in_one_tasklet_per_varian
 
     from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
 
-    inline = SDFGRecipe(fusion=Fusion.INLINE)
+    inline = SDFGRecipe()
+    assert inline.fusion == Fusion.INLINE  # the default
     # Whatever the translation's own option says: the recipe computes them where read.
     for sdfg in (_hdiff_sdfg(recipe=inline), _hdiff_sdfg(recipe=inline, temporaries=True)):
         assert not any(data.transient for data in sdfg.arrays.values())
@@ -152,13 +153,14 @@ def test_the_inline_recipe_computes_hdiffs_temporaries_in_one_tasklet_per_varian
             assert tasklets[0].code.as_string.count("((double)0x1.0000000000000p+2) *") == 5
 
 
-def test_the_default_recipe_fuses_hdiff_with_dace_otf_fusion_over_point_tasklets():
+def test_the_otf_recipe_fuses_hdiff_with_dace_otf_fusion_over_point_tasklets():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
     from backends.dace import Fusion, SDFGRecipe, Tasklets  # noqa: PLC0415  (optional package, under its marker)
 
-    assert SDFGRecipe().fusion == Fusion.OTF and SDFGRecipe().tasklets == Tasklets.POINTS
-    sdfg = _hdiff_sdfg()
+    recipe = SDFGRecipe(fusion=Fusion.OTF)
+    assert recipe.tasklets == Tasklets.POINTS
+    sdfg = _hdiff_sdfg(recipe=recipe)
     assert not _whole_domain_transients(sdfg)
     schedules = {}
     for state in _stencil_states(sdfg):
@@ -177,11 +179,23 @@ def test_the_default_recipe_fuses_hdiff_with_dace_otf_fusion_over_point_tasklets
                 # One value of one point, in the scope of the fused map's iteration.
                 assert all(str(size) == "1" for size in data.shape)
                 assert data.lifetime == dace.AllocationLifetime.Scope
+                assert data.storage == dace.StorageType.Register
     # OpenMP takes I and J; K stays the inner loop the compiler vectorizes.
     assert schedules == {
         "stencil0_par": (dace.ScheduleType.CPU_Multicore, 2),
         "stencil0_seq": (dace.ScheduleType.Sequential, 1),
     }
+
+
+def test_fused_stencils_allocate_nothing_on_the_heap_in_either_variant():
+    """Left to DaCe's default, the scalars of the sequential variant's map were allocated
+    and freed at every point."""
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    for recipe in (SDFGRecipe(fusion=Fusion.OTF), SDFGRecipe(fusion=Fusion.TILED)):
+        code = _hdiff_sdfg(recipe=recipe).generate_code()[0].clean_code
+        assert "omp parallel for" in code  # both variants are in the code
+        assert "aligned_new_array" not in code and "new double" not in code
 
 
 def test_the_variants_of_a_fused_stencil_share_no_transient():
@@ -191,8 +205,8 @@ def test_the_variants_of_a_fused_stencil_share_no_transient():
 
     from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
 
-    for recipe in (SDFGRecipe(), SDFGRecipe(fusion=Fusion.TILED), SDFGRecipe(fusion=Fusion.NONE)):
-        sdfg = _hdiff_sdfg(recipe=recipe)
+    for fusion in (Fusion.OTF, Fusion.TILED, Fusion.NONE):
+        sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=fusion))
         seen = [
             {n.data for n in state.nodes()
              if isinstance(n, dace.nodes.AccessNode) and sdfg.arrays[n.data].transient}
@@ -295,7 +309,8 @@ def test_the_recipe_is_named_in_the_lowered_metadata_and_changes_the_fingerprint
     program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     default = SDFGTranslation()
     names = {
-        "otf": default,
+        "inline": default,
+        "otf": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.OTF)),
         "none": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.NONE)),
         "none+rows": attrs.evolve(
             default, recipe=SDFGRecipe(fusion=Fusion.NONE, tasklets=Tasklets.ROWS)
@@ -303,7 +318,6 @@ def test_the_recipe_is_named_in_the_lowered_metadata_and_changes_the_fingerprint
         "otf+stack": attrs.evolve(
             default, recipe=SDFGRecipe(fusion=Fusion.OTF, tasklets=Tasklets.ROWS)
         ),
-        "inline": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.INLINE)),
         "tiled8x8x64": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.TILED)),
     }
     for name, translation in names.items():
@@ -368,7 +382,7 @@ def test_threads_calling_at_once_on_different_grids_share_the_transients_safely(
     layout (and a bigger grid a bigger buffer)."""
     from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
 
-    # The recipe that keeps whole-domain transients (the default fuses them away).
+    # The recipe that keeps whole-domain transients (the default computes them inline).
     backend = attrs_backend(recipe=SDFGRecipe(fusion=Fusion.NONE))
     program = corpus.hdiff_program.with_backend(backend)
     assert calls_agree_across_threads(

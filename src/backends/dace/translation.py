@@ -6,15 +6,20 @@ The SDFG is built with DaCe's graph API, not ``@dace.program``:
   constant 1 where the compile-time arguments say the last dimension is contiguous, so the
   inner loop vectorizes); every scalar parameter is a scalar argument;
 - every stencil is one map over its output domain (symbols ``lo<k>_<dim>``/``hi<k>_<dim>``)
-  with one C++ tasklet; a local read at shifted positions is computed inline where it is
-  read (CPU default, recipe ``Fusion.INLINE``; ``temporaries=False`` everywhere) or becomes
-  a transient array computed by its own map over the domain plus the local's extent, like
-  ``c_cpu``'s temporaries; on CPUs their memory is external, a buffer the loader keeps
-  (``backends.dace.loading``), unless the recipe fuses them away;
-- on CPUs the maps span the outer dimensions and each tasklet computes a row along the
-  innermost one in a loop marked ``omp simd``, its reads and writes being row pointers (DaCe
-  emits no such pragma; per point, gcc versioned every row for aliasing: 15% slower); GPU
-  tasklets compute one point each;
+  with one C++ tasklet; a local read at shifted positions becomes a transient array computed
+  by its own map over the domain plus the local's extent, like ``c_cpu``'s temporaries, which
+  the recipe (``backends.dace.recipe``: DaCe's fusion or tiling) may then transform; on CPUs
+  the memory of transients that remain whole-domain is external, a buffer the loader keeps
+  (``backends.dace.loading``). With the default recipe, ``Fusion.INLINE`` (and with
+  ``temporaries=False`` everywhere), such a local is computed inline where it is read;
+- on CPUs the maps of a stencil without temporaries span the outer dimensions and each
+  tasklet computes a row along the innermost one in a loop marked ``omp simd``, its reads
+  and writes being row pointers (DaCe emits no such pragma; per point, gcc versioned every
+  row for aliasing: 15% slower on laplacian); the maps of a stencil with temporaries span
+  every dimension with one point per tasklet, as DaCe's fusion and tiling want (the recipe's
+  ``tasklets``), OpenMP taking all but the innermost; GPU tasklets compute one point each;
+- the outer memlets of every map are the exact union of its accesses, computed here: DaCe's
+  propagation (SymPy) was half of a cold translation;
 - a symbol ``mode<k>`` per stencil skips it (empty domain), or picks a sequential or an
   OpenMP-parallel copy of its maps (small domains run faster on one thread).
 
