@@ -23,7 +23,7 @@ read by the maps after it, then the outputs' map: the graph a DaCe user starts f
 - ``Fusion.TILED``: DaCe's ``StencilTiling`` and ``SubgraphFusion`` (``backends.dace
   .tiling``): every map strip-mined by ``tile``, the inner tiles grown by the halo their
   readers need and nested under one tile map, each transient shrunk to one tile on the stack.
-  Temporaries are computed once per point plus the halo: 0.72x the speed of ``INLINE`` on
+  Temporaries are computed once per point plus the halo: about 0.7x the speed of ``INLINE`` on
   the 2-core Zen 4 of ADR 0008 (recomputing is cheaper there than the round trip through the
   cache), and the longest cold compile.
 - ``Fusion.NONE``: the graph as built (one map per temporary, whole-domain transients in the
