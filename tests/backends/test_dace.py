@@ -99,10 +99,12 @@ def _hdiff_sdfg(**options):
 
 
 def _whole_domain_transients(sdfg):
-    """The transients that span a symbolic domain in I and J (not rows of one column)."""
+    """The transients whose size in I or J is the domain's, a symbol (not a row of one
+    column, not a tile of constant size)."""
     return {
         name for name, data in sdfg.arrays.items()
-        if data.transient and len(data.shape) == 3 and data.shape[0] != 1
+        if data.transient and len(data.shape) == 3
+        and any(getattr(size, "free_symbols", None) for size in data.shape[:2])
     }
 
 
@@ -119,17 +121,29 @@ def test_without_fusion_locals_read_at_shifts_become_transients_unless_temporari
     assert not any(d.transient for d in inline.arrays.values())
 
 
-def test_the_default_recipe_computes_hdiffs_temporaries_inline_in_one_tasklet_per_variant():
+def _stencil_states(sdfg):
+    return [s for s in sdfg.states()
+            if s.label.startswith("stencil0_") and s.label != "stencil0_done"]
+
+
+def _top_maps(state):
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    return [n for n in state.nodes()
+            if isinstance(n, dace.nodes.MapEntry) and state.entry_node(n) is None]
+
+
+def test_the_inline_recipe_computes_hdiffs_temporaries_in_one_tasklet_per_variant():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
     from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
 
-    assert SDFGRecipe().fusion == Fusion.INLINE
+    inline = SDFGRecipe()
+    assert inline.fusion == Fusion.INLINE  # the default
     # Whatever the translation's own option says: the recipe computes them where read.
-    for sdfg in (_hdiff_sdfg(), _hdiff_sdfg(temporaries=True)):
+    for sdfg in (_hdiff_sdfg(recipe=inline), _hdiff_sdfg(recipe=inline, temporaries=True)):
         assert not any(data.transient for data in sdfg.arrays.values())
-        stencil_states = [s for s in sdfg.states()
-                          if s.label.startswith("stencil0_") and s.label != "stencil0_done"]
+        stencil_states = _stencil_states(sdfg)
         assert len(stencil_states) == 2  # the sequential and the parallel variant
         for state in stencil_states:
             maps = [n for n in state.nodes() if isinstance(n, dace.nodes.MapEntry)]
@@ -139,23 +153,143 @@ def test_the_default_recipe_computes_hdiffs_temporaries_inline_in_one_tasklet_pe
             assert tasklets[0].code.as_string.count("((double)0x1.0000000000000p+2) *") == 5
 
 
-def test_the_otf_recipe_fuses_hdiff_into_one_map_per_variant_without_domain_transients():
+def test_the_otf_recipe_fuses_hdiff_with_dace_otf_fusion_over_point_tasklets():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe, Tasklets  # noqa: PLC0415  (optional package, under its marker)
+
+    recipe = SDFGRecipe(fusion=Fusion.OTF)
+    assert recipe.tasklets == Tasklets.POINTS
+    sdfg = _hdiff_sdfg(recipe=recipe)
+    assert not _whole_domain_transients(sdfg)
+    schedules = {}
+    for state in _stencil_states(sdfg):
+        (top,) = _top_maps(state)
+        # OTFMapFusion replicated lap, flx and fly into the output's map over I, J and K:
+        # the output's tasklet and each replica (2 lap per flux, 4 fluxes), one point each.
+        assert top.map.params == ["x_I", "x_J", "x_K"]
+        tasklets = [n for n in state.scope_children()[top] if isinstance(n, dace.nodes.Tasklet)]
+        assert len(tasklets) == 1 + 4 + 8
+        assert not any("#pragma omp simd" in t.code.as_string for t in tasklets)
+        schedules[state.label] = (top.map.schedule, top.map.collapse)
+        used = {n.data for n in state.nodes() if isinstance(n, dace.nodes.AccessNode)}
+        for name in used:
+            data = sdfg.arrays[name]
+            if data.transient:
+                # One value of one point, in the scope of the fused map's iteration.
+                assert all(str(size) == "1" for size in data.shape)
+                assert data.lifetime == dace.AllocationLifetime.Scope
+                assert data.storage == dace.StorageType.Register
+    # OpenMP takes I and J; K stays the inner loop the compiler vectorizes.
+    assert schedules == {
+        "stencil0_par": (dace.ScheduleType.CPU_Multicore, 2),
+        "stencil0_seq": (dace.ScheduleType.Sequential, 1),
+    }
+
+
+def test_fused_stencils_allocate_nothing_on_the_heap_in_either_variant():
+    """Left to DaCe's default, the scalars of the sequential variant's map were allocated
+    and freed at every point."""
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    for recipe in (SDFGRecipe(fusion=Fusion.OTF), SDFGRecipe(fusion=Fusion.TILED)):
+        code = _hdiff_sdfg(recipe=recipe).generate_code()[0].clean_code
+        assert "omp parallel for" in code  # both variants are in the code
+        assert "aligned_new_array" not in code and "new double" not in code
+
+
+def test_the_variants_of_a_fused_stencil_share_no_transient():
+    """The sequential variant is a copy of the transformed parallel one: a transient both
+    used would be allocated outside both states and shared by the parallel map's threads."""
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
     from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
 
-    sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.OTF))
+    for fusion in (Fusion.OTF, Fusion.TILED, Fusion.NONE):
+        sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=fusion))
+        seen = [
+            {n.data for n in state.nodes()
+             if isinstance(n, dace.nodes.AccessNode) and sdfg.arrays[n.data].transient}
+            for state in _stencil_states(sdfg)
+        ]
+        assert len(seen) == 2 and all(seen) and not seen[0] & seen[1]
+
+
+def test_the_tiled_recipe_tiles_and_fuses_hdiff_with_transients_of_one_tile():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.TILED, tile=(8, 4, 32)))
     assert not _whole_domain_transients(sdfg)
-    for state in sdfg.states():
-        top = [n for n in state.nodes()
-               if isinstance(n, dace.nodes.MapEntry) and state.entry_node(n) is None]
-        if state.label.startswith("stencil0_") and state.label != "stencil0_done":
-            # OTFMapFusion replicated lap, flx and fly into the output's map: one map, whose
-            # tasklets are the output's and each replica (2 lap per flux, 4 fluxes).
-            assert len(top) == 1
-            tasklets = [n for n in state.scope_children()[top[0]]
-                        if isinstance(n, dace.nodes.Tasklet)]
-            assert len(tasklets) == 1 + 4 + 8
+    for state in _stencil_states(sdfg):
+        (tiles,) = _top_maps(state)
+        # StencilTiling strip-mined every map by the tile; SubgraphFusion nested the inner
+        # maps (lap, flx, fly, the output) under the one tile map.
+        assert len(tiles.map.params) == 3
+        inner = [n for n in state.scope_children()[tiles] if isinstance(n, dace.nodes.MapEntry)]
+        assert len(inner) == 4
+        assert all(m.map.schedule == dace.ScheduleType.Sequential for m in inner)
+    shapes = {}
+    for name, data in sdfg.arrays.items():
+        if data.transient:
+            assert data.lifetime == dace.AllocationLifetime.Scope
+            shapes.setdefault(tuple(int(size) for size in data.shape), []).append(name)
+    # One tile plus the halo its readers need: lap 2 more in I and J, the fluxes 1 more.
+    assert {shape: len(names) for shape, names in shapes.items()} == {
+        (10, 6, 32): 2, (9, 4, 32): 2, (8, 5, 32): 2,
+    }
+
+
+def test_a_tiled_recipe_needs_point_tasklets_and_positive_tiles():
+    from backends.dace import Fusion, SDFGRecipe, Tasklets  # noqa: PLC0415  (optional package, under its marker)
+
+    with pytest.raises(ValueError, match=r"Tasklets\.POINTS"):
+        SDFGRecipe(fusion=Fusion.TILED, tasklets=Tasklets.ROWS)
+    for tile in ((), (8, 0, 64), (8, -1)):
+        with pytest.raises(ValueError, match="tile"):
+            SDFGRecipe(fusion=Fusion.TILED, tile=tile)
+    assert SDFGRecipe(tile=(4, 64)).tile_for(3) == (4, 4, 64)
+    assert SDFGRecipe(tile=(2, 4, 64)).tile_for(2) == (4, 64)
+
+
+def test_outer_memlets_are_the_union_of_every_shifted_read():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.NONE))
+    state = next(s for s in sdfg.states() if s.label == "stencil0_par")
+    lo = {d: dace.symbol(f"lo0_{d}") for d in "IJK"}
+    hi = {d: dace.symbol(f"hi0_{d}") for d in "IJK"}
+    for entry in _top_maps(state):
+        (inp,) = [e.data for e in state.in_edges(entry) if e.data.data == "f_inp"] or [None]
+        if entry.map.label == "s0_par_lap_field":
+            # lap over the domain plus 1, read at +-1 in I and J: the domain plus 2.
+            assert inp.subset == dace.subsets.Range([
+                (lo["I"] - 2, hi["I"] + 1, 1), (lo["J"] - 2, hi["J"] + 1, 1),
+                (lo["K"], hi["K"] - 1, 1),
+            ])
+        elif entry.map.label == "s0_par":
+            # The output reads inp at its own point only.
+            assert inp.subset == dace.subsets.Range([
+                (lo["I"], hi["I"] - 1, 1), (lo["J"], hi["J"] - 1, 1), (lo["K"], hi["K"] - 1, 1),
+            ])
+
+
+def test_the_otf_recipe_with_row_tasklets_keeps_rows_on_the_stack():
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe, Tasklets  # noqa: PLC0415  (optional package, under its marker)
+
+    sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.OTF, tasklets=Tasklets.ROWS))
+    assert not _whole_domain_transients(sdfg)
+    for state in _stencil_states(sdfg):
+        # OTFMapFusion replicated lap, flx and fly into the output's map: one map, whose
+        # tasklets are the output's and each replica (2 lap per flux, 4 fluxes).
+        (top,) = _top_maps(state)
+        tasklets = [n for n in state.scope_children()[top] if isinstance(n, dace.nodes.Tasklet)]
+        assert len(tasklets) == 1 + 4 + 8
     rows = [d for d in sdfg.arrays.values() if d.transient]
     assert rows
     for data in rows:
@@ -169,30 +303,47 @@ def test_the_otf_recipe_fuses_hdiff_into_one_map_per_variant_without_domain_tran
 def test_the_recipe_is_named_in_the_lowered_metadata_and_changes_the_fingerprint():
     import attrs  # noqa: PLC0415  (optional package, under its marker)
 
-    from backends.dace import Fusion, SDFGRecipe, SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+    from backends.dace import Fusion, SDFGRecipe, SDFGTranslation, Tasklets  # noqa: PLC0415  (optional package, under its marker)
     from pipeline.fingerprint import fingerprint  # noqa: PLC0415  (optional package, under its marker)
 
     program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     default = SDFGTranslation()
-    unfused = attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.NONE))
-    fused = attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.OTF))
-    assert default(program).metadata.recipe == "inline"
-    assert unfused(program).metadata.recipe == "none"
-    assert fused(program).metadata.recipe == "otf+stack"
-    assert len({fingerprint(t) for t in (default, unfused, fused)}) == 3
-    assert len({t(program).entry_point for t in (default, unfused, fused)}) == 3
+    names = {
+        "inline": default,
+        "otf": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.OTF)),
+        "none": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.NONE)),
+        "none+rows": attrs.evolve(
+            default, recipe=SDFGRecipe(fusion=Fusion.NONE, tasklets=Tasklets.ROWS)
+        ),
+        "otf+stack": attrs.evolve(
+            default, recipe=SDFGRecipe(fusion=Fusion.OTF, tasklets=Tasklets.ROWS)
+        ),
+        "tiled8x8x64": attrs.evolve(default, recipe=SDFGRecipe(fusion=Fusion.TILED)),
+    }
+    for name, translation in names.items():
+        assert translation(program).metadata.recipe == name
+    assert len({fingerprint(t) for t in names.values()}) == len(names)
+    assert len({t(program).entry_point for t in names.values()}) == len(names)
 
 
-@pytest.mark.parametrize("recipe", ["inline", "none", "otf+heap", "otf+stack"])
+def _recipe(name):
+    """``otf``, ``otf+stack``, ``none+rows``, ``tiled``... as an ``SDFGRecipe``."""
+    from backends.dace import Fusion, RowStorage, SDFGRecipe, Tasklets  # noqa: PLC0415  (optional package, under its marker)
+
+    fusion, _, rest = name.partition("+")
+    if not rest:
+        return SDFGRecipe(fusion=Fusion(fusion))
+    if rest == "rows":
+        return SDFGRecipe(fusion=Fusion(fusion), tasklets=Tasklets.ROWS)
+    return SDFGRecipe(fusion=Fusion(fusion), tasklets=Tasklets.ROWS, row_storage=RowStorage(rest))
+
+
+@pytest.mark.parametrize(
+    "recipe", ["otf", "inline", "none", "none+rows", "otf+heap", "otf+stack", "tiled"]
+)
 @pytest.mark.parametrize("shape", [(16, 16, 8), (70, 60, 16)], ids=["sequential", "parallel"])
 def test_every_recipe_matches_numpy_on_hdiff(recipe, shape):
-    from backends.dace import Fusion, RowStorage, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
-
-    fusion, _, storage = recipe.partition("+")
-    options = {"fusion": Fusion(fusion)}
-    if storage:
-        options["row_storage"] = RowStorage(storage)
-    backend = attrs_backend(recipe=SDFGRecipe(**options))
+    backend = attrs_backend(recipe=_recipe(recipe))
     inp = np.random.default_rng(7).random(shape)
     out, expected = np.zeros(shape), np.zeros(shape)
     corpus.hdiff_program.with_backend(backend)(inp, 0.05, out)
@@ -231,7 +382,7 @@ def test_threads_calling_at_once_on_different_grids_share_the_transients_safely(
     layout (and a bigger grid a bigger buffer)."""
     from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
 
-    # The recipe that keeps transients (the default computes hdiff's temporaries inline).
+    # The recipe that keeps whole-domain transients (the default computes them inline).
     backend = attrs_backend(recipe=SDFGRecipe(fusion=Fusion.NONE))
     program = corpus.hdiff_program.with_backend(backend)
     assert calls_agree_across_threads(
@@ -244,13 +395,13 @@ def test_threads_calling_at_once_on_different_grids_share_the_transients_safely(
 def test_cpu_tasklets_compute_rows_in_simd_loops_and_gpu_tasklets_points():
     import dace  # noqa: PLC0415  (optional package, under its marker)
 
-    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+    from backends.dace import Fusion, SDFGRecipe, SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
     program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
     for device, rows in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
-        sdfg = dace.SDFG.from_json(
-            json.loads(SDFGTranslation(device_type=device)(program).text)
-        )
+        # Row tasklets where there are no temporaries to fuse (the inline recipe's).
+        translation = SDFGTranslation(device_type=device, recipe=SDFGRecipe(fusion=Fusion.INLINE))
+        sdfg = dace.SDFG.from_json(json.loads(translation(program).text))
         maps = [n.map for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
         tasklets = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)]
         assert maps and tasklets

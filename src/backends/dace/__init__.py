@@ -21,7 +21,7 @@ from backends.dace.compilation import (
     sdfg_artifact_is_intact,
 )
 from backends.dace.loading import SDFGProgram, load_sdfg, load_sdfg_gpu
-from backends.dace.recipe import Fusion, RowStorage, SDFGRecipe
+from backends.dace.recipe import Fusion, RowStorage, SDFGRecipe, Tasklets
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, SDFGTranslation
 from pipeline.caching import CachedStep
 from pipeline.errors import DamagedArtifactError
@@ -38,6 +38,7 @@ __all__ = [
     "SDFGProgram",
     "SDFGRecipe",
     "SDFGTranslation",
+    "Tasklets",
     "dace_cpu_pipeline",
     "dace_gpu_pipeline",
     "load_sdfg",

@@ -1,24 +1,31 @@
 """How the SDFG translation lays out a CPU stencil's temporaries, and the DaCe transformations
 it applies to the SDFG after building it.
 
-The translation builds each stencil as a dataflow graph in one state per variant. Where it
-keeps temporaries, that graph is one map per temporary writing a transient over the domain
-plus the temporary's reach, read by the maps after it, then the outputs' map. ``SDFGRecipe``
-says what becomes of the temporaries:
+The translation builds each stencil as a dataflow graph in one state (its parallel variant;
+the sequential one is a copy of it once transformed). Where it keeps temporaries, that graph
+is one map per temporary writing a transient over the domain plus the temporary's reach,
+read by the maps after it, then the outputs' map: the graph a DaCe user starts from.
+``SDFGRecipe`` says what becomes of it:
 
 - ``Fusion.INLINE`` (the default): no transients; each stencil is one map whose row tasklet
   computes every temporary where it is read, in the same loop as the outputs, each distinct
   (temporary, shift) value once per point (the expression emitter shares them), like the
-  translation's ``temporaries=False``. DaCe has nothing left to fuse. Measured on hdiff at
-  256x256x64 (ADR 0008): 2.2x faster than ``OTF`` and at ``c_cpu``'s speed, and half the
-  cold compile (no fusion to run, one loop per variant to compile). A temporary that is
-  costly and read at many shifts is recomputed at each of them: ``NONE`` computes it once
-  per point, at the price of a round trip through memory.
-- ``Fusion.OTF``: DaCe's ``OTFMapFusion`` ("on the fly" map fusion), applied until nothing
-  matches: each producer map is replicated into its consumer, once per read, so a stencil
-  becomes one map whose body recomputes its temporaries row by row. The whole-domain
-  transients disappear; what remains are rows (one per replicated producer) in the scope of
-  the fused map, placed by ``row_storage``.
+  translation's ``temporaries=False``. DaCe has nothing to transform: the fastest call and
+  the shortest cold compile measured (ADR 0008).
+- ``Fusion.OTF`` (with ``Tasklets.POINTS``, named ``otf``): DaCe's ``OTFMapFusion`` ("on the
+  fly" map fusion), applied until nothing matches: each producer map is replicated into its
+  consumer, once per read, so a stencil becomes one map over every dimension whose body
+  recomputes its temporaries point by point, through scalars in the map's scope; the
+  whole-domain transients disappear. The compiler merges identical replicas and vectorizes
+  the innermost dimension: hdiff at 0.91x the speed of ``INLINE``, its cold compile 1.5x.
+  With ``Tasklets.ROWS`` (``otf+stack``, ``otf+heap``) every replica is a row loop of its
+  own, its row stored in the fused map's scope (``row_storage``): half the speed.
+- ``Fusion.TILED``: DaCe's ``StencilTiling`` and ``SubgraphFusion`` (``backends.dace
+  .tiling``): every map strip-mined by ``tile``, the inner tiles grown by the halo their
+  readers need and nested under one tile map, each transient shrunk to one tile on the stack.
+  Temporaries are computed once per point plus the halo: about 0.7x the speed of ``INLINE`` on
+  the 2-core Zen 4 of ADR 0008 (recomputing is cheaper there than the round trip through the
+  cache), and the longest cold compile.
 - ``Fusion.NONE``: the graph as built (one map per temporary, whole-domain transients in the
   memory the loader provides).
 
@@ -33,7 +40,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Fusion", "RowStorage", "SDFGRecipe", "apply_recipe"]
+__all__ = ["Fusion", "RowStorage", "SDFGRecipe", "Tasklets", "apply_recipe"]
 
 
 class Fusion(enum.Enum):
@@ -45,10 +52,23 @@ class Fusion(enum.Enum):
     OTF = "otf"
     #: temporaries computed where they are read, in the outputs' loop (no transients)
     INLINE = "inline"
+    #: ``StencilTiling`` + ``SubgraphFusion``: one tiled map, transients of one tile
+    TILED = "tiled"
+
+
+class Tasklets(enum.Enum):
+    """What one tasklet of a CPU stencil with temporaries computes."""
+
+    #: one point: every map spans all the stencil's dimensions, and the compiler vectorizes
+    #: the innermost one, a plain loop inside the OpenMP-parallel outer dimensions
+    POINTS = "points"
+    #: a row along the innermost dimension, in a loop marked ``omp simd`` (the map spans the
+    #: outer dimensions; the connectors are row pointers)
+    ROWS = "rows"
 
 
 class RowStorage(enum.Enum):
-    """Where the rows that fusion leaves in a fused map's scope live."""
+    """Where the rows that fusion leaves in a fused map's scope live (``Tasklets.ROWS``)."""
 
     #: on the stack (DaCe's ``StorageType.Register(force=True)``: a variable-length array
     #: per iteration of the map, as long as the row)
@@ -58,31 +78,70 @@ class RowStorage(enum.Enum):
     HEAP = "heap"
 
 
+def _check_tile(recipe: SDFGRecipe, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not value or any(not isinstance(size, int) or size < 1 for size in value):
+        raise ValueError(f"SDFGRecipe.tile: expected positive integer sizes, got {value!r}")
+
+
+def _check_tasklets(recipe: SDFGRecipe, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if recipe.fusion == Fusion.TILED and value != Tasklets.POINTS:
+        raise ValueError(
+            "SDFGRecipe(fusion=Fusion.TILED) needs tasklets=Tasklets.POINTS: StencilTiling "
+            "requires every memlet dimension to be indexed by one map parameter"
+        )
+
+
 @attrs.frozen
 class SDFGRecipe:
     """The transformations applied to a CPU SDFG (see the module's docstring).
 
     Attributes:
         fusion: how a stencil's maps are fused (``INLINE``: whether there are maps to fuse).
-        row_storage: where the rows left in a fused map's scope live (``OTF`` only).
+        tasklets: what one tasklet of a stencil with temporaries computes (a stencil
+            without temporaries always gets row tasklets).
+        row_storage: where the rows left in a fused map's scope live (``OTF`` with rows).
+        tile: ``TILED`` only: the tile's size along the stencil's dimensions, innermost
+            (contiguous) last; a stencil with more dimensions repeats the first size for the
+            outer ones.
+
+    Raises:
+        ValueError: an empty ``tile`` or a size under 1; ``TILED`` with row tasklets.
     """
 
     fusion: Fusion = Fusion.INLINE
+    tasklets: Tasklets = attrs.field(default=Tasklets.POINTS, validator=_check_tasklets)
     row_storage: RowStorage = RowStorage.STACK
+    tile: tuple[int, ...] = attrs.field(default=(8, 8, 64), converter=tuple, validator=_check_tile)
 
     @property
     def name(self) -> str:
-        """A short, readable name: ``inline``, ``otf+stack``, ``none``."""
+        """A short, readable name: ``otf``, ``inline``, ``none``, ``tiled8x8x64``, and with
+        row tasklets ``otf+stack``, ``otf+heap``, ``none+rows``."""
         fusion: str = self.fusion.value
-        if self.fusion != Fusion.OTF:
+        if self.fusion == Fusion.TILED:
+            return fusion + "x".join(map(str, self.tile))
+        if self.fusion == Fusion.INLINE or self.tasklets == Tasklets.POINTS:
             return fusion
-        return f"{fusion}+{self.row_storage.value}"
+        if self.fusion == Fusion.OTF:
+            return f"{fusion}+{self.row_storage.value}"
+        return f"{fusion}+rows"
 
     @property
     def keeps_temporaries(self) -> bool:
         """Whether the translation builds temporaries as transients computed by their own
         maps (False: it computes them inline, in the outputs' tasklet)."""
         return self.fusion != Fusion.INLINE
+
+    @property
+    def tasklet_rows(self) -> bool:
+        """Whether a CPU stencil with temporaries gets row tasklets."""
+        return self.tasklets == Tasklets.ROWS
+
+    def tile_for(self, rank: int) -> tuple[int, ...]:
+        """The tile sizes for a stencil over ``rank`` dimensions, outermost first."""
+        if rank <= len(self.tile):
+            return self.tile[len(self.tile) - rank :]
+        return (self.tile[0],) * (rank - len(self.tile)) + self.tile
 
 
 def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
@@ -92,12 +151,33 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
     removed, so that neither the SDFG nor the external memory the loader provides keeps them.
     ``NONE`` and ``INLINE`` apply nothing (``INLINE`` acts in the translation).
     """
+    if recipe.fusion == Fusion.TILED:
+        from backends.dace.tiling import tile_stencils  # noqa: PLC0415  (imports DaCe)
+
+        return tile_stencils(dace, sdfg, recipe.tile_for)
     if recipe.fusion != Fusion.OTF:
         return 0
     from dace.transformation.dataflow import OTFMapFusion  # noqa: PLC0415  (optional package)
 
     before = set(sdfg.arrays)
     applied = int(sdfg.apply_transformations_repeated(OTFMapFusion, validate=False))
+    remove_unused_transients(dace, sdfg)
+    if recipe.tasklet_rows and recipe.row_storage == RowStorage.HEAP:
+        return applied
+    # Left to its default, a scalar in a sequential map's scope lands on the heap: allocated
+    # and freed at every point (a row: at every column).
+    stack = (
+        dace.StorageType.Register(force=True) if recipe.tasklet_rows else dace.StorageType.Register
+    )
+    for name in set(sdfg.arrays) - before:
+        data = sdfg.arrays[name]
+        if data.transient and data.lifetime == dace.AllocationLifetime.Scope:
+            data.storage = stack
+    return applied
+
+
+def remove_unused_transients(dace: Any, sdfg: Any) -> None:
+    """Remove the transients of ``sdfg`` that no access node uses any more."""
     used = {
         node.data
         for node, _ in sdfg.all_nodes_recursive()
@@ -106,10 +186,3 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
     for name, data in list(sdfg.arrays.items()):
         if data.transient and name not in used:
             sdfg.remove_data(name, validate=False)
-    if recipe.row_storage == RowStorage.STACK:
-        stack = dace.StorageType.Register(force=True)
-        for name in set(sdfg.arrays) - before:
-            data = sdfg.arrays[name]
-            if data.transient and data.lifetime == dace.AllocationLifetime.Scope:
-                data.storage = stack
-    return applied

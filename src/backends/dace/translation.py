@@ -6,15 +6,20 @@ The SDFG is built with DaCe's graph API, not ``@dace.program``:
   constant 1 where the compile-time arguments say the last dimension is contiguous, so the
   inner loop vectorizes); every scalar parameter is a scalar argument;
 - every stencil is one map over its output domain (symbols ``lo<k>_<dim>``/``hi<k>_<dim>``)
-  with one C++ tasklet; a local read at shifted positions is computed inline where it is
-  read (CPU default, recipe ``Fusion.INLINE``; ``temporaries=False`` everywhere) or becomes
-  a transient array computed by its own map over the domain plus the local's extent, like
-  ``c_cpu``'s temporaries; on CPUs their memory is external, a buffer the loader keeps
-  (``backends.dace.loading``), unless the recipe fuses them away;
-- on CPUs the maps span the outer dimensions and each tasklet computes a row along the
-  innermost one in a loop marked ``omp simd``, its reads and writes being row pointers (DaCe
-  emits no such pragma; per point, gcc versioned every row for aliasing: 15% slower); GPU
-  tasklets compute one point each;
+  with one C++ tasklet; a local read at shifted positions becomes a transient array computed
+  by its own map over the domain plus the local's extent, like ``c_cpu``'s temporaries, which
+  the recipe (``backends.dace.recipe``: DaCe's fusion or tiling) may then transform; on CPUs
+  the memory of transients that remain whole-domain is external, a buffer the loader keeps
+  (``backends.dace.loading``). With the default recipe, ``Fusion.INLINE`` (and with
+  ``temporaries=False`` everywhere), such a local is computed inline where it is read;
+- on CPUs the maps of a stencil without temporaries span the outer dimensions and each
+  tasklet computes a row along the innermost one in a loop marked ``omp simd``, its reads
+  and writes being row pointers (DaCe emits no such pragma; per point, gcc versioned every
+  row for aliasing: 15% slower on laplacian); the maps of a stencil with temporaries span
+  every dimension with one point per tasklet, as DaCe's fusion and tiling want (the recipe's
+  ``tasklets``), OpenMP taking all but the innermost; GPU tasklets compute one point each;
+- the outer memlets of every map are the exact union of its accesses, computed here: DaCe's
+  propagation (SymPy) was half of a cold translation;
 - a symbol ``mode<k>`` per stencil skips it (empty domain), or picks a sequential or an
   OpenMP-parallel copy of its maps (small domains run faster on one thread).
 
@@ -26,6 +31,7 @@ binary.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import sys
@@ -42,7 +48,7 @@ from backends import loops
 from backends.c import expressions, runtime
 from backends.c.runtime import RUNTIME_C
 from backends.c.translation import unit_stride_flags
-from backends.dace import naming, recipe, tasklets
+from backends.dace import naming, recipe, tasklets, tiling
 from backends.dace.naming import SDFGInterface
 from backends.dace.recipe import SDFGRecipe, apply_recipe
 from backends.dace.tasklets import Offsets, TaskletBody
@@ -58,7 +64,7 @@ SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
 _GENERATOR_VERSION = source_digest(
-    loops, tasklets, expressions, runtime, naming, recipe, sys.modules[__name__]
+    loops, tasklets, expressions, runtime, naming, recipe, tiling, sys.modules[__name__]
 )
 
 
@@ -166,6 +172,7 @@ def _build_sdfg(
         _set_gpu_block_sizes(dace, sdfg)
     else:
         apply_recipe(dace, sdfg, options.recipe)
+        builder.add_sequential_variants()
     sdfg.append_global_code(RUNTIME_C)
     if not gpu:
         sdfg.append_global_code(packed_entry(sdfg))
@@ -197,6 +204,9 @@ class _Builder:
         self.unit_stride = unit_stride
         self.options = options
         self.symbols: dict[str, Any] = {}
+        #: per CPU stencil: its index, the state before it, its parallel variant, the state
+        #: after it (``add_sequential_variants`` copies the parallel one)
+        self.parallel_variants: list[tuple[int, Any, Any, Any]] = []
 
     def symbol(self, name: str) -> Any:
         if name not in self.symbols:
@@ -234,6 +244,38 @@ class _Builder:
             last = generator.add(last)
             all_dims.append(generator.dims)
         return tuple(all_dims)
+
+    def add_sequential_variants(self) -> None:
+        """Give every CPU stencil its sequential variant: a copy of the parallel state as
+        the recipe left it, with its maps sequential and transients of its own (DaCe would
+        allocate a transient shared by two states outside both, where the threads of a
+        parallel map would share it).
+
+        Transforming one variant and copying it halves the recipe's work (DaCe's fusion
+        solves its index equations with SymPy: most of a cold translation)."""
+        dace, sdfg = self.dace, self.sdfg
+        for index, previous, parallel, done in self.parallel_variants:
+            sequential = copy.deepcopy(parallel)
+            sequential.label = f"stencil{index}_seq"
+            sdfg.add_node(sequential)
+            used = {n.data for n in parallel.nodes() if isinstance(n, dace.nodes.AccessNode)}
+            renames = {}
+            for name in sorted(used):
+                data = sdfg.arrays[name]
+                if not data.transient:
+                    continue
+                wanted = name.replace(f"t{index}par_", f"t{index}seq_", 1)
+                if wanted == name:
+                    wanted = f"{name}_seq"
+                renames[name] = sdfg.add_datadesc(wanted, copy.deepcopy(data), find_new_name=True)
+            sequential.replace_dict(renames)
+            for node in sequential.nodes():
+                if isinstance(node, dace.nodes.MapEntry):
+                    node.map.schedule = dace.ScheduleType.Sequential
+                    node.map.collapse = 1
+            condition = f"{naming.mode(index)} == {naming.SEQUENTIAL}"
+            sdfg.add_edge(previous, sequential, dace.InterstateEdge(condition=condition))
+            sdfg.add_edge(sequential, done, dace.InterstateEdge())
 
 
 def packed_entry(sdfg: Any) -> str:
@@ -324,12 +366,16 @@ class _StencilStates:
         # On CPUs each tasklet computes a whole row along the innermost dimension in a loop
         # marked ``omp simd`` (DaCe emits no such pragma for a map): the row's reads and
         # writes are pointer connectors, so the compiler needs no alias checks per row.
+        # Recipe ``TILED`` wants one point per tasklet where there are temporaries to tile.
         self.rows = self.sweep is not None or (
-            builder.options.device_type == DeviceType.CPU and len(layout.dims) > 1
+            builder.options.device_type == DeviceType.CPU
+            and len(layout.dims) > 1
+            and (options.recipe.tasklet_rows or not self.temporaries)
         )
         self.lo = {d: builder.symbol(naming.domain_low(index, d)) for d in self.dims}
         self.hi = {d: builder.symbol(naming.domain_high(index, d)) for d in self.dims}
         self.mode = builder.symbol(naming.mode(index))
+
     def _add_temporaries(self, tag: str) -> None:
         """Declare the transients of the variant ``tag``."""
         builder = self.b
@@ -365,19 +411,19 @@ class _StencilStates:
         k = self.index
         done = sdfg.add_state(f"stencil{k}_done")
         mode = naming.mode(k)
-        variants: list[tuple[int | None, Any]]
+        # On CPUs the parallel variant is built here, the sequential one is a copy of it
+        # once the recipe has transformed it (``_Builder.add_sequential_variants``).
         if self.b.options.device_type == DeviceType.CPU:
-            variants = [
-                (naming.SEQUENTIAL, dace.ScheduleType.Sequential),
-                (naming.PARALLEL, dace.ScheduleType.CPU_Multicore),
-            ]
+            value: int | None = naming.PARALLEL
+            first, last = self._variant(dace.ScheduleType.CPU_Multicore, "par")
+            assert first is last  # one state per variant: the copy is that state's
+            self.b.parallel_variants.append((k, previous, first, done))
         else:
-            variants = [(None, dace.ScheduleType.Default)]
-        for value, schedule in variants:
-            first, last = self._variant(schedule, "seq" if value == naming.SEQUENTIAL else "par")
-            condition = f"{mode} != {naming.SKIP}" if value is None else f"{mode} == {value}"
-            sdfg.add_edge(previous, first, dace.InterstateEdge(condition=condition))
-            sdfg.add_edge(last, done, dace.InterstateEdge())
+            value = None
+            first, last = self._variant(dace.ScheduleType.Default, "par")
+        condition = f"{mode} != {naming.SKIP}" if value is None else f"{mode} == {value}"
+        sdfg.add_edge(previous, first, dace.InterstateEdge(condition=condition))
+        sdfg.add_edge(last, done, dace.InterstateEdge())
         sdfg.add_edge(previous, done, dace.InterstateEdge(condition=f"{mode} == {naming.SKIP}"))
         return done
 
@@ -529,6 +575,37 @@ class _StencilStates:
                 parts.append(f"x_{d}{offset}{origin}")
         return ", ".join(parts)
 
+    def _outer_subset(
+        self,
+        dims: Sequence[str],
+        shifts: Sequence[Mapping[str, int]],
+        reach: Mapping[str, tuple[str, str]],
+    ) -> str | None:
+        """The subset of an array over ``dims`` that a map over ``reach`` accesses at
+        ``shifts`` (None where an array dimension is not one the map iterates)."""
+        if not dims:
+            return "0"
+        parts = []
+        for d in dims:
+            if d not in reach:
+                return None
+            low = min(shift.get(d, 0) for shift in shifts)
+            high = max(shift.get(d, 0) for shift in shifts)
+            parts.append(f"{reach[d][0]} + ({low}):{reach[d][1]} + ({high})")
+        return ", ".join(parts)
+
+    def _dims_of(self, data: str) -> Sequence[str]:
+        """The dimensions of an array the stencil writes (an output field or a temporary)."""
+        for name in self.temporaries:
+            if data == naming.temporary(self.index, name, self._tag):
+                return self.dims
+        for output in self.stencil.outputs:
+            if data == naming.array(output.name):
+                param_type = self.b.ir.param(output.name).type
+                assert isinstance(param_type, FieldType)
+                return param_type.dim_names
+        raise AssertionError(f"{data} is not written by stencil {self.index}")
+
     def _element(self, connector: str, name: str, dims: Sequence[str]) -> str:
         """How the tasklet reads element ``k`` of a row connector (or the connector's value
         when the array has no innermost iteration dimension)."""
@@ -558,11 +635,14 @@ class _StencilStates:
         row = self._row(reach)
         inputs: dict[str, str] = {}
         connectors: dict[tuple[str, Offsets], str] = {}
+        # Per array read: its dimensions and every shift it is read at (the outer memlet).
+        reads: dict[str, tuple[Sequence[str], list[Mapping[str, int]]]] = {}
 
-        def connector(memlet: str, key: tuple[str, Offsets]) -> str:
+        def connector(memlet: str, key: tuple[str, Offsets], data: str, dims: Sequence[str]) -> str:
             if key not in connectors:
                 connectors[key] = f"i_{len(connectors)}"
                 inputs[connectors[key]] = memlet
+                reads.setdefault(data, (dims, []))[1].append(dict(key[1]))
             return connectors[key]
 
         def read(body: TaskletBody, name: str, offsets: Offsets) -> str:
@@ -570,16 +650,17 @@ class _StencilStates:
             if name in self.temporaries:
                 index = self._subset(self.dims, shift, {}, row)
                 data = naming.temporary(self.index, name, self._tag)
-                found = connector(f"{data}[{index}]", (name, offsets))
+                found = connector(f"{data}[{index}]", (name, offsets), data, self.dims)
                 return self._element(found, name, self.dims)
             if name in self.definitions:
                 return body.value(self.definitions[name], offsets)
             param = self.b.ir.param(name)
             if isinstance(param.type, ScalarType):
-                return connector(f"{naming.scalar(name)}[0]", (name, ()))
+                return connector(f"{naming.scalar(name)}[0]", (name, ()), naming.scalar(name), ())
             dims = param.type.dim_names
             index = self._subset(dims, shift, {}, row)
-            found = connector(f"{naming.array(name)}[{index}]", (name, offsets))
+            data = naming.array(name)
+            found = connector(f"{data}[{index}]", (name, offsets), data, dims)
             return self._element(found, name, dims)
 
         if self.sweep is not None:
@@ -606,6 +687,15 @@ class _StencilStates:
             ranges = {f"x_{d}": f"{reach[d][0]}:{reach[d][1]}" for d in self.dims} or {"x_": "0:1"}
         # The stencil's maps share one state: a temporary is one access node, written by
         # its map and read by the maps after it (a dataflow graph DaCe can transform).
+        written = {m.partition("[")[0]: m for m in outputs.values()}
+        subsets = {
+            data: self._outer_subset(dims, shifts, reach) for data, (dims, shifts) in reads.items()
+        }
+        for data in written:
+            subsets[data] = self._outer_subset(self._dims_of(data), [{}], reach)
+        # DaCe's memlet propagation runs SymPy over every memlet: half of a cold
+        # translation. Each outer memlet here is the exact union of the map's accesses.
+        exact = all(subset is not None for subset in subsets.values())
         _, entry, exit_ = state.add_mapped_tasklet(
             label,
             ranges,
@@ -616,10 +706,16 @@ class _StencilStates:
             language=dace.Language.CPP,
             external_edges=True,
             input_nodes=self._nodes,
+            propagate=not exact,
         )
+        if exact:
+            for edge in [*state.in_edges(entry), *state.out_edges(exit_)]:
+                edge.data = dace.Memlet(f"{edge.data.data}[{subsets[edge.data.data]}]")
         for edge in state.out_edges(exit_):
             if edge.dst.data in self.b.sdfg.arrays and self.b.sdfg.arrays[edge.dst.data].transient:
                 self._nodes[edge.dst.data] = edge.dst
-        outer = len(ranges)
+        # OpenMP takes the outer dimensions; with one point per tasklet the innermost one
+        # stays the plain loop the compiler vectorizes.
+        outer = len(ranges) if self.rows or len(ranges) < 2 else len(ranges) - 1
         if schedule == dace.ScheduleType.CPU_Multicore and outer > 1:
             entry.map.collapse = outer
