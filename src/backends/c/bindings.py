@@ -43,8 +43,8 @@ def resolved_slice(size: str, start: int | None, stop: int | None) -> tuple[str,
     value of the C expression ``size`` (an array's extent, never negative): the lower bound,
     and the upper bound in terms of ``l``, the variable that holds the lower one.
 
-    The constants are folded here rather than passed to a general resolver: each such call,
-    inlined, cost gcc about 7 M instructions in hdiff's ``check``.
+    The constants are folded here rather than passed to a general resolver: hdiff's three
+    resolver calls, inlined, cost gcc 10 M instructions more than the folded text.
     """
     if not start:
         low = "0"

@@ -613,7 +613,7 @@ class _StencilGenerator:
 
         One loop over the tiles' linear index rather than ``collapse`` of one loop per outer
         dimension: OpenMP's static schedule splits both the same way, but gcc's code for a
-        collapsed nest (trip counts, empty-loop tests) cost 9 M instructions of hdiff's build.
+        collapsed nest (trip counts, empty-loop tests) costs more to build (ADR 0018).
         """
         outer = self.dims[:-1]
         lines = [

@@ -136,8 +136,8 @@ _HELPERS = _helpers()
 
 #: Macros a unit defines where its code names them. ``SF_NOCLONE``: gcc's IPA-CP would
 #: specialize a tile function for the constants of its single-tile call (``pf = 0``,
-#: ``nt = 0``) and build the whole sweep twice (hdiff with streaming stores: 1155 M -> 779 M
-#: instructions of gcc with it, ADR 0018); other compilers have no such attribute.
+#: ``nt = 0``) and build the whole sweep twice (hdiff with streaming stores: 1.5 times the
+#: instructions without the attribute, ADR 0018); other compilers have no such attribute.
 _MACROS = {
     "SF_NOCLONE": "\n".join(
         [
