@@ -493,7 +493,7 @@ class _StencilGenerator:
         temp_args = "".join(f", t_{t.name}" for t in temps)
         streaming = ", const int nt" if self.streamed else ""
         lines = [
-            f"__attribute__((noinline)) static void {name}_tile(const sf_args* restrict a, "
+            f"SF_NOCLONE __attribute__((noinline)) static void {name}_tile(const sf_args* restrict a, "
             "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
             f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
             "    (void)pf;",
@@ -563,28 +563,77 @@ class _StencilGenerator:
             )
         sizes = ", ".join(str(tiles[d]) for d in outer) or "1"
         lines.append(f"        const int64_t tile[{n_outer}] = {{{sizes}}};")
-        lines.append("        #pragma omp parallel")
-        lines.append("        {")
-        lines += self._allocate(temps, "            ")
-        # Every thread must reach the work-sharing loop or none may: agree on allocation
-        # failure behind a barrier first.
-        lines.append(f"            if ({'!sf_block' if temps else '0'}) {{")
-        lines.append("                #pragma omp atomic write")
-        lines.append("                failed = 1;")
-        lines.append("            }")
-        lines.append("            #pragma omp barrier")
-        lines.append("            int failed_now;")
-        lines.append("            #pragma omp atomic read")
-        lines.append("            failed_now = failed;")
-        lines.append("            if (!failed_now) {")
+        nt_arg = ", nt" if self.streamed else ""
+        # Prefetch on this path only: the single-tile path's data is in cache already.
+        call = f"{name}_tile(a, lo, hi, tile, tb, te, 1{nt_arg}{temp_args});"
+        if temps:
+            lines.append("        #pragma omp parallel")
+            lines.append("        {")
+            lines += self._allocate(temps, "            ")
+            # Every thread must reach the work-sharing loop or none may: agree on allocation
+            # failure behind a barrier first.
+            lines.append("            if (!sf_block) {")
+            lines.append("                #pragma omp atomic write")
+            lines.append("                failed = 1;")
+            lines.append("            }")
+            lines.append("            #pragma omp barrier")
+            lines.append("            int failed_now;")
+            lines.append("            #pragma omp atomic read")
+            lines.append("            failed_now = failed;")
+            lines.append("            if (!failed_now) {")
+            lines += self._tile_loop("            ", "#pragma omp for schedule(static)", call)
+            lines.append("            }")
+            lines += self._release(temps, "            ")
+            lines.append("        }")
+        else:
+            lines += self._tile_loop("        ", "#pragma omp parallel for schedule(static)", call)
+        lines.append("    } else {")
+        whole = ", ".join(f"hi_{d} - lo_{d}" for d in outer) or "1"
+        lines.append(f"        const int64_t tile[{n_outer}] = {{{whole}}};")
+        serial = f"{name}_tile(a, lo, hi, tile, lo, hi, 0{', 0' if self.streamed else ''}{temp_args});"
+        if temps:
+            lines += self._allocate(temps, "        ")
+            lines.append("        if (sf_block) {")
+            lines.append(f"            {serial}")
+            lines.append("        } else { failed = 1; }")
+            lines += self._release(temps, "        ")
+        else:
+            lines.append(f"        {serial}")
+        lines.append("    }")
+        lines.append("    return failed ? -1 : 0;")
+        lines.append("}")
+        helpers = [SCRATCH_C] if temps else []
+        if self.streamed:
+            helpers.append(STREAMING_C)
+        return StencilCode(name, signature, "\n".join(lines), dims, tuple(helpers))
+
+    def _tile_loop(self, indent: str, pragma: str, call: str) -> list[str]:
+        """One loop over the tiles of the domain (``tile`` per outer dimension, in row-major
+        order) that runs ``call`` with ``tb``/``te`` set, under ``pragma``.
+
+        One loop over the tiles' linear index rather than ``collapse`` of one loop per outer
+        dimension: OpenMP's static schedule splits both the same way, but gcc's code for a
+        collapsed nest (trip counts, empty-loop tests) costs more to build (ADR 0018).
+        """
+        outer = self.dims[:-1]
+        lines = [
+            f"{indent}const int64_t tiles_{d} = (hi_{d} - lo_{d} + tile[{i}] - 1) / tile[{i}];"
+            for i, d in enumerate(outer)
+        ]
+        count = " * ".join(f"tiles_{d}" for d in outer) or "1"
+        lines.append(f"{indent}{pragma}")
+        lines.append(f"{indent}for (int64_t sf_t = 0; sf_t < {count}; ++sf_t) {{")
+        body = indent + "    "
         if outer:
-            lines.append(f"            #pragma omp for collapse({len(outer)}) schedule(static)")
-        indent = "            "
-        for i, d in enumerate(outer):
-            lines.append(
-                f"{indent}for (int64_t tb_{d} = lo_{d}; tb_{d} < hi_{d}; tb_{d} += tile[{i}]) {{"
-            )
-            indent += "    "
+            lines.append(f"{body}int64_t sf_rest = sf_t; (void)sf_rest;")
+        for i, d in reversed(list(enumerate(outer))):
+            if i == 0:
+                lines.append(f"{body}const int64_t tb_{d} = lo_{d} + sf_rest * tile[{i}];")
+            else:
+                lines.append(
+                    f"{body}const int64_t tb_{d} = lo_{d} + sf_rest % tiles_{d} * tile[{i}]; "
+                    f"sf_rest /= tiles_{d};"
+                )
         starts = ", ".join(f"tb_{d}" for d in outer) or "0"
         ends = (
             ", ".join(
@@ -593,36 +642,11 @@ class _StencilGenerator:
             )
             or "0"
         )
-        lines.append(
-            f"{indent}const int64_t tb[{n_outer}] = {{{starts}}}, te[{n_outer}] = {{{ends}}};"
-        )
-        # Prefetch on this path only: the single-tile path's data is in cache already.
-        nt_arg = ", nt" if self.streamed else ""
-        lines.append(f"{indent}{name}_tile(a, lo, hi, tile, tb, te, 1{nt_arg}{temp_args});")
-        for _ in outer:
-            indent = indent[:-4]
-            lines.append(f"{indent}}}")
-        lines.append("            }")
-        lines += self._release(temps, "            ")
-        lines.append("        }")
-        lines.append("    } else {")
-        whole = ", ".join(f"hi_{d} - lo_{d}" for d in outer) or "1"
-        lines.append(f"        const int64_t tile[{n_outer}] = {{{whole}}};")
-        lines += self._allocate(temps, "        ")
-        lines.append(f"        if ({'sf_block' if temps else '1'}) {{")
-        lines.append(
-            f"            {name}_tile(a, lo, hi, tile, lo, hi, 0{', 0' if self.streamed else ''}"
-            f"{temp_args});"
-        )
-        lines.append("        } else { failed = 1; }")
-        lines += self._release(temps, "        ")
-        lines.append("    }")
-        lines.append("    return failed ? -1 : 0;")
-        lines.append("}")
-        helpers = [SCRATCH_C] if temps else []
-        if self.streamed:
-            helpers.append(STREAMING_C)
-        return StencilCode(name, signature, "\n".join(lines), dims, tuple(helpers))
+        n_outer = max(1, len(outer))
+        lines.append(f"{body}const int64_t tb[{n_outer}] = {{{starts}}}, te[{n_outer}] = {{{ends}}};")
+        lines.append(f"{body}{call}")
+        lines.append(f"{indent}}}")
+        return lines
 
     def _allocate(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
         """The thread's buffers of the temporaries, sized for one tile plus their extent, cut

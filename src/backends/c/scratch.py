@@ -6,6 +6,7 @@ threshold come back from the kernel as fresh pages, so every call page-faults th
 kept per thread, grown when a call needs more, is faulted in once. It lives in thread-specific
 storage with a destructor, so a thread that exits frees its block; when no thread-specific key
 can be created (a process has a limited number), calls fall back to a block of their own.
+The helper brings the headers it needs: a unit without temporaries does not parse them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = ["SCRATCH_C"]
 
 SCRATCH_C = """
 #include <pthread.h>
+#include <stdlib.h>
 typedef struct { char* data; size_t capacity; } sf_scratch_block;
 static pthread_key_t sf_scratch_key;
 static int sf_scratch_key_ready = 0;

@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = ["STREAMING_C"]
 
 STREAMING_C = r"""
+#include <string.h>
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #define SF_STREAMS 1
 typedef long long sf_line __attribute__((vector_size(64), aligned(64)));

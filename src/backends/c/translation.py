@@ -27,7 +27,7 @@ from backends.c import (
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
-from backends.c.runtime import RUNTIME_C
+from backends.c.runtime import runtime_for
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
@@ -187,7 +187,10 @@ class CTranslation:
         key = fingerprint((ir, sorted(unit.items()), self._options(), decisions))[:16]
         module_name = f"sf_{ir.name}_{key}"
         helpers = dict.fromkeys(helper for _, code in stencils for helper in code.helpers)
-        text = generate_module(ir, module_name, stencils, unit, "\n".join([RUNTIME_C, *helpers]))
+        used = "\n".join([*helpers, *(code.text for _, code in stencils)])
+        text = generate_module(
+            ir, module_name, stencils, unit, "\n".join([runtime_for(used), *helpers])
+        )
         return ProgramSource(C_SOURCE, text, module_name, metadata=ir)
 
     def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:

@@ -42,7 +42,7 @@ from backends.c.codegen import generate_stencil
 from backends.c.compilation import CCompilation, CompilationError
 from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
 from backends.c.measurement import measurement_grid, measurement_source
-from backends.c.runtime import RUNTIME_C
+from backends.c.runtime import runtime_for
 from backends.c.variants import Choice, Variant, choose_unmeasured
 from backends.loops import StencilLayout
 from pipeline.caching import CachedStep, StepCache
@@ -248,8 +248,14 @@ class Tuning:
             for number, variant in enumerate(found)
         ]
         helpers = dict.fromkeys(helper for code in codes for helper in code.helpers)
+        used = "\n".join([*helpers, *(code.text for code in codes)])
         text = measurement_source(
-            program, stencil, codes, grid, argument_struct(program), "\n".join([RUNTIME_C, *helpers])
+            program,
+            stencil,
+            codes,
+            grid,
+            argument_struct(program),
+            "\n".join([runtime_for(used), *helpers]),
         )
         request = MeasurementRequest(
             program.name,
