@@ -182,7 +182,7 @@ def run(options: Options, show_progress: bool = True) -> Report:
             prepared: list[Contender | Row] = [prepare_reference(workload, size)]
             for name, backend in selected.items():
                 progress.step(f"{workload_name} {size} {name}")
-                prepared.append(prepare_backend(workload, size, name, backend, repeat))
+                prepared.append(prepare_backend(workload, size, name, backend))
             for name, factory in peer_factories.items():
                 progress.step(f"{workload_name} {size} {name} (peer)")
                 prepared.append(peers.prepare_peer(workload, size, name, factory))

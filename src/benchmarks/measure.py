@@ -26,7 +26,7 @@ from backends import CompiledBackend, EmbeddedBackend
 from benchmarks.arrays import output_of, synchronize, to_backend, to_numpy
 from benchmarks.machine import CopyKernel
 from benchmarks.results import BACKEND, FAILED, OK, REFERENCE, Row
-from benchmarks.timing import TimedCall, Timing, time_calls, time_in_rounds
+from benchmarks.timing import TimedCall, Timing, time_in_rounds
 from benchmarks.workloads import SIZES, HostArguments, Workload
 
 __all__ = [
@@ -78,34 +78,45 @@ def _blank_row(workload: Workload, size: str, backend: str, kind: str) -> Row:
 
 @attrs.frozen
 class Contender:
-    """A verified row, ready to be timed: the row so far and the call that times it."""
+    """A verified row, ready to be timed: the row so far, the call that times it, and for a
+    compiled backend on the small grid its loaded executable called directly (``direct``,
+    timed in the same rounds: ``direct_call_seconds``)."""
 
     row: Row
     timed: TimedCall
+    direct: TimedCall | None = None
 
 
 def time_together(
     prepared: list[Contender | Row], repeat: int, copy: CopyKernel | None = None
 ) -> list[Row]:
     """The rows of ``prepared``, in order: each ``Contender`` timed (``repeat`` samples, all
-    of them in alternating rounds, next to ``copy`` when given; a call that raises becomes a
-    ``FAILED`` row); rows that are already final (failed, skipped) as they are."""
+    of them and their direct executable calls in alternating rounds, next to ``copy`` when
+    given; a call that raises becomes a ``FAILED`` row); rows that are already final
+    (failed, skipped) as they are."""
     contenders = [item for item in prepared if isinstance(item, Contender)]
+    directs = [(item, item.direct) for item in contenders if item.direct is not None]
     timings = time_in_rounds(
-        [contender.timed for contender in contenders],
+        [contender.timed for contender in contenders] + [direct for _, direct in directs],
         repeat,
         copy.run if copy is not None else None,
     )
-    reference_bytes = copy.bytes_moved if copy is not None else None
-    timed = {
-        id(contender): (
-            contender.row.timed(timing, reference_bytes)
-            if isinstance(timing, Timing)
-            else _failed(contender.row, f"{type(timing).__name__}: {timing}")
-        )
-        for contender, timing in zip(contenders, timings, strict=True)
+    direct_of = {
+        id(contender): timing
+        for (contender, _), timing in zip(directs, timings[len(contenders) :], strict=True)
     }
-    return [timed[id(item)] if isinstance(item, Contender) else item for item in prepared]
+    reference_bytes = copy.bytes_moved if copy is not None else None
+    rows: dict[int, Row] = {}
+    for contender, timing in zip(contenders, timings[: len(contenders)], strict=True):
+        if not isinstance(timing, Timing):
+            rows[id(contender)] = _failed(contender.row, f"{type(timing).__name__}: {timing}")
+            continue
+        row = contender.row.timed(timing, reference_bytes)
+        direct = direct_of.get(id(contender))
+        if isinstance(direct, Timing):
+            row = attrs.evolve(row, direct_call_seconds=direct.median)
+        rows[id(contender)] = row
+    return [rows[id(item)] if isinstance(item, Contender) else item for item in prepared]
 
 
 def measure_reference(
@@ -149,18 +160,16 @@ def measure_backend(
     copy: CopyKernel | None = None,
 ) -> Row:
     """Verify, then time, ``workload`` on ``backend`` (see the module docstring)."""
-    return time_together([prepare_backend(workload, size, name, backend, repeat)], repeat, copy)[0]
+    return time_together([prepare_backend(workload, size, name, backend)], repeat, copy)[0]
 
 
-def prepare_backend(
-    workload: Workload, size: str, name: str, backend: Any, repeat: int
-) -> Contender | Row:
-    """``workload`` on ``backend`` compiled, run once and verified: a ``Contender`` to time,
-    or the final ``FAILED`` row. ``repeat`` is for the direct-call figure of compiled
-    backends on the small grid, timed here."""
+def prepare_backend(workload: Workload, size: str, name: str, backend: Any) -> Contender | Row:
+    """``workload`` on ``backend`` compiled, run once and verified: a ``Contender`` to time
+    (with its direct executable call, for a compiled backend on the small grid), or the final
+    ``FAILED`` row."""
     row = _blank_row(workload, size, name, BACKEND)
     try:
-        return _prepare_backend(workload, size, backend, repeat, row)
+        return _prepare_backend(workload, size, backend, row)
     except Exception as error:  # a failing backend is a reported row
         return _failed(row, f"{type(error).__name__}: {error}")
 
@@ -169,9 +178,7 @@ def _failed(row: Row, message: str) -> Row:
     return attrs.evolve(row, status=FAILED, message=message)
 
 
-def _prepare_backend(
-    workload: Workload, size: str, backend: Any, repeat: int, row: Row
-) -> Contender | Row:
+def _prepare_backend(workload: Workload, size: str, backend: Any, row: Row) -> Contender | Row:
     shape = SIZES[size]
     program = workload.program.with_backend(backend)
     arguments = backend_arguments(workload, workload.host_arguments(shape), backend)
@@ -197,7 +204,7 @@ def _prepare_backend(
         # itself would cost a microsecond-scale call a good part of its time.
         wait = _no_wait
 
+    direct = None
     if executable is not None and size == "small":
-        direct = time_calls(lambda: executable(*arguments), repeat, wait)
-        row = attrs.evolve(row, direct_call_seconds=direct.median)
-    return Contender(row, TimedCall(lambda: program(*arguments), wait))
+        direct = TimedCall(lambda: executable(*arguments), wait)
+    return Contender(row, TimedCall(lambda: program(*arguments), wait), direct)

@@ -283,13 +283,30 @@ def test_a_failed_row_is_kept_in_place_and_the_others_are_still_timed():
     workload = workloads.WORKLOADS["laplacian"]
     prepared = [
         prepare_reference(workload, "small"),
-        prepare_backend(
-            workload, "small", "wrong", _variant("wrong", loading=_spoiling_loading), 3
-        ),
-        prepare_backend(workload, "small", "embedded_numpy", backends.embedded_numpy, 3),
+        prepare_backend(workload, "small", "wrong", _variant("wrong", loading=_spoiling_loading)),
+        prepare_backend(workload, "small", "embedded_numpy", backends.embedded_numpy),
     ]
     rows = time_together(prepared, 3)
     assert [(r.backend, r.status) for r in rows] == [
         ("numpy", OK), ("wrong", FAILED), ("embedded_numpy", OK)
     ]
     assert rows[0].samples == rows[2].samples == 3 and rows[1].median is None
+
+
+def test_the_direct_executable_call_is_timed_in_the_same_rounds(monkeypatch):
+    counts: list[int] = []
+
+    def recorded(calls, repeat, reference=None, rounds=timing.ROUNDS):
+        counts.append(len(calls))
+        return timing.time_in_rounds(calls, repeat, reference, rounds)
+
+    monkeypatch.setattr(measure, "time_in_rounds", recorded)
+    backend = _variant("pretend", compilation=_pretend_compilation)
+    workload = workloads.WORKLOADS["hdiff"]
+    rows = time_together(
+        [prepare_reference(workload, "small"), prepare_backend(workload, "small", "p", backend)],
+        4,
+    )
+    assert counts == [3]  # NumPy, the program call and its executable, together
+    assert rows[1].direct_call_seconds is not None and rows[1].direct_call_seconds > 0
+    assert rows[0].direct_call_seconds is None
