@@ -386,16 +386,7 @@ def test_the_corpus_has_programs_with_temporaries():
                                      "recompute-8x32-streaming"])
 @pytest.mark.parametrize("case", TEMPORARY_CASES, ids=lambda case: case.name)
 def test_each_candidate_matches_the_numpy_reference(case, variant, candidate_backends):
-    host = case.build()
-    expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
-    case.reference(**expected)
-
-    case.program.with_backend(candidate_backends[variant])(**host)
-
-    for name in case.outputs:
-        rtol, atol = case.tolerance(expected[name].dtype)
-        np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
-                                   err_msg=f"{case.name} on {variant}: {name}")
+    case.check_on(candidate_backends[variant], f"on {variant}")
 
 
 # --------------------------------------------------------------------------- streaming stores
@@ -417,16 +408,7 @@ def streaming_backend(tmp_path_factory: pytest.TempPathFactory) -> CompiledBacke
 
 @pytest.mark.parametrize("case", corpus.CASES, ids=lambda case: case.name)
 def test_streaming_stores_match_the_numpy_reference_on_the_corpus(case, streaming_backend):
-    host = case.build()
-    expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
-    case.reference(**expected)
-
-    case.program.with_backend(streaming_backend)(**host)
-
-    for name in case.outputs:
-        rtol, atol = case.tolerance(expected[name].dtype)
-        np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
-                                   err_msg=f"{case.name} with streaming stores: {name}")
+    case.check_on(streaming_backend, "with streaming stores")
 
 
 def test_streamed_outputs_go_through_row_buffers_and_are_not_prefetched(streaming_backend):

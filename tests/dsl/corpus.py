@@ -115,6 +115,18 @@ class Case:
         return (self.rtol if self.rtol is not None else rtol,
                 self.atol if self.atol is not None else atol)
 
+    def check_on(self, backend: Any, label: str = "") -> None:
+        """Run the program on ``backend`` over the case's arguments and assert that every
+        output matches the reference (``label`` names the run in a failure)."""
+        host = self.build()
+        expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
+        self.reference(**expected)
+        self.program.with_backend(backend)(**host)
+        for name in self.outputs:
+            rtol, atol = self.tolerance(expected[name].dtype)
+            np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
+                                       err_msg=f"{self.name} {label}: {name}" if label else "")
+
 
 def tolerance(dtype: np.dtype) -> tuple[float, float]:
     """(rtol, atol) for comparing results of ``dtype``: exact for integers and booleans."""
