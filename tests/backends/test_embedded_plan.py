@@ -34,7 +34,9 @@ _DEFINITION = EmbeddedBackend(
     "embedded_numpy_definition", np, pipeline=embedded_pipeline(np, planned=False)
 )
 # Every stencil that can is evaluated in its outputs, as on large grids.
-_IN_PLACE = EmbeddedBackend("embedded_numpy_in_place", np, pipeline=embedded_pipeline(np, large_domain=0))
+_IN_PLACE = EmbeddedBackend(
+    "embedded_numpy_in_place", np, pipeline=embedded_pipeline(np, large_domain=0)
+)
 
 
 @field_operator
@@ -82,6 +84,24 @@ def _executable(prog: Any, *args: Any) -> Any:
     return prog._dispatcher.specialization(prog.definition, args).executable
 
 
+def _plan(workload: Any, args: dict[str, Any]) -> Any:
+    """The slicing plan embedded NumPy runs ``workload`` on ``args`` with (asserted to exist)."""
+    prog = workload.program.with_backend(backends.embedded_numpy)
+    plan = _executable(prog, *args.values()).plan
+    assert plan is not None
+    return plan
+
+
+def _reference_out(workload: Any, args: dict[str, Any]) -> np.ndarray:
+    """``out`` as the workload's NumPy slicing kernel computes it from ``args``."""
+    reference = dict(args)
+    reference["out"] = reference["out"].copy()
+    workload.reference(reference)
+    out = reference["out"]
+    assert isinstance(out, np.ndarray)
+    return out
+
+
 def _run(prog: Any, backend: Any, args: dict[str, Any]) -> dict[str, np.ndarray]:
     copies = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
     prog.with_backend(backend)(*copies.values())
@@ -94,26 +114,18 @@ def test_the_harness_stencils_run_as_a_plan_that_matches_the_definition(name: st
     args = workload.host_arguments((12, 11, 5))
     planned = _run(workload.program, backends.embedded_numpy, args)
     definition = _run(workload.program, _DEFINITION, args)
-    prog = workload.program.with_backend(backends.embedded_numpy)
-    executable = _executable(prog, *planned.values())
-    assert executable.plan is not None
-    assert "[T[" in executable.plan.source
+    assert "[T[" in _plan(workload, planned).source
     np.testing.assert_allclose(planned["out"], definition["out"], rtol=1e-12, atol=1e-12)
-    reference = dict(args)
-    reference["out"] = reference["out"].copy()
-    workload.reference(reference)
-    np.testing.assert_allclose(planned["out"], reference["out"], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(
+        planned["out"], _reference_out(workload, args), rtol=1e-13, atol=1e-13
+    )
 
 
 def test_values_used_once_are_written_into_their_user() -> None:
     # One expression for the whole laplacian: NumPy can then reuse its temporaries' buffers.
     workload = WORKLOADS["laplacian"]
     args = workload.host_arguments((8, 8, 4))
-    prog = workload.program.with_backend(backends.embedded_numpy)
-    prog(*args.values())
-    plan = _executable(prog, *args.values()).plan
-    assert plan is not None
-    body = [line.strip() for line in plan.source.splitlines()[1:]]
+    body = [line.strip() for line in _plan(workload, args).source.splitlines()[1:]]
     assert [line for line in body if line.startswith("v")] == []
     assert sum(line.startswith("a_out[") for line in body) == 1
 
@@ -122,25 +134,16 @@ def test_a_large_domain_is_evaluated_in_the_output_without_temporaries() -> None
     workload = WORKLOADS["laplacian"]
     args = workload.host_arguments((34, 34, 32))  # an interior of LARGE_DOMAIN points
     planned = _run(workload.program, backends.embedded_numpy, args)
-    prog = workload.program.with_backend(backends.embedded_numpy)
-    plan = _executable(prog, *planned.values()).plan
-    assert plan is not None and plan.large_domain == LARGE_DOMAIN == 32 * 32 * 32
+    plan = _plan(workload, planned)
+    assert plan.large_domain == LARGE_DOMAIN == 32 * 32 * 32
     large = plan.source.split("elif T[0]:")[1].splitlines()[1:]
     assert all(", out=o" in line for line in large[1:-1])  # after the view, before return
-    reference = dict(args)
-    reference["out"] = reference["out"].copy()
-    workload.reference(reference)
-    np.testing.assert_array_equal(planned["out"], reference["out"])
+    np.testing.assert_array_equal(planned["out"], _reference_out(workload, args))
 
 
 def test_intermediates_are_freed_after_their_last_read() -> None:
     workload = WORKLOADS["hdiff"]
-    args = workload.host_arguments((8, 8, 4))
-    prog = workload.program.with_backend(backends.embedded_numpy)
-    prog(*args.values())
-    plan = _executable(prog, *args.values()).plan
-    assert plan is not None
-    lines = plan.source.splitlines()
+    lines = _plan(workload, workload.host_arguments((8, 8, 4))).source.splitlines()
     for number, line in enumerate(lines):
         if line.strip().startswith("del "):
             for name in line.strip()[4:].split(", "):
