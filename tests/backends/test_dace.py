@@ -341,6 +341,40 @@ def test_every_recipe_matches_numpy_on_hdiff(recipe, shape):
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
 
 
+def test_the_default_flags_vectorize_where_and_keep_ieee_results():
+    """-fno-trapping-math lets gcc if-convert hdiff's flux limiting (otherwise its loop runs
+    scalar, ADR 0008); no flag may trade IEEE results (signed zeros, NaN, infinities,
+    rounding) for speed."""
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package, under its marker)
+
+    flags = SDFGCompilation(build_directory="unused").cpu_args.split()
+    assert "-fno-trapping-math" in flags and "-ffp-contract=off" in flags
+    for unsafe in ("-ffast-math", "-freciprocal-math", "-fno-signed-zeros",
+                   "-ffinite-math-only", "-funsafe-math-optimizations", "-fassociative-math"):
+        assert unsafe not in flags
+
+
+@pytest.mark.parametrize("recipe", ["inline", "otf"])
+def test_hdiff_matches_numpy_bit_for_bit_on_nan_infinities_and_signed_zeros(recipe):
+    """The vectorized flux limiting selects like NumPy's ``where``, special values included
+    (a parallel-sized grid: the OpenMP loop is the one gcc vectorizes); zeros keep their
+    sign."""
+    backend = attrs_backend(recipe=_recipe(recipe))
+    rng = np.random.default_rng(11)
+    shape = (70, 60, 16)
+    inp = rng.random(shape)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e308, -1e308, 5e-324])
+    mask = rng.random(shape) < 0.05
+    inp[mask] = rng.choice(special, size=int(mask.sum()))
+    out, expected = np.zeros(shape), np.zeros(shape)
+    with np.errstate(all="ignore"):
+        corpus.hdiff_program.with_backend(backend)(inp, 0.05, out)
+        corpus.hdiff_reference(inp, 0.05, expected)
+    np.testing.assert_array_equal(out, expected)  # NaN where NumPy has NaN
+    numbers = ~np.isnan(expected)  # a NaN's sign is not specified (IEEE 754, 6.3)
+    np.testing.assert_array_equal(np.signbit(out[numbers]), np.signbit(expected[numbers]))
+
+
 def attrs_backend(**translation_options):
     """dace_cpu with its translation evolved."""
     import attrs  # noqa: PLC0415  (optional package, under its marker)
