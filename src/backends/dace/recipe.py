@@ -157,10 +157,10 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
         return tile_stencils(dace, sdfg, recipe.tile_for)
     if recipe.fusion != Fusion.OTF:
         return 0
-    from dace.transformation.dataflow import OTFMapFusion  # noqa: PLC0415  (optional package)
+    from backends.dace.otf import fuse_on_the_fly  # noqa: PLC0415  (imports DaCe)
 
     before = set(sdfg.arrays)
-    applied = int(sdfg.apply_transformations_repeated(OTFMapFusion, validate=False))
+    applied = fuse_on_the_fly(dace, sdfg)
     remove_unused_transients(dace, sdfg)
     if recipe.tasklet_rows and recipe.row_storage == RowStorage.HEAP:
         return applied
