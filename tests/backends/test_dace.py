@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import allocators
 import backends
@@ -155,11 +157,12 @@ def test_the_otf_recipe_fuses_hdiff_with_dace_otf_fusion_over_point_tasklets():
     schedules = {}
     for state in _stencil_states(sdfg):
         (top,) = _top_maps(state)
-        # OTFMapFusion replicated lap, flx and fly into the output's map over I, J and K:
-        # the output's tasklet and each replica (2 lap per flux, 4 fluxes), one point each.
+        # OTFMapFusion replicated the fluxes into the output's map over I, J and K, then
+        # lap: the output's tasklet, the four fluxes and lap once per distinct shift (5),
+        # one point each (fused consumers first: not 2 lap replicas per flux).
         assert top.map.params == ["x_I", "x_J", "x_K"]
         tasklets = [n for n in state.scope_children()[top] if isinstance(n, dace.nodes.Tasklet)]
-        assert len(tasklets) == 1 + 4 + 8
+        assert len(tasklets) == 1 + 4 + 5
         assert not any("#pragma omp simd" in t.code.as_string for t in tasklets)
         schedules[state.label] = (top.map.schedule, top.map.collapse)
         used = {n.data for n in state.nodes() if isinstance(n, dace.nodes.AccessNode)}
@@ -175,6 +178,54 @@ def test_the_otf_recipe_fuses_hdiff_with_dace_otf_fusion_over_point_tasklets():
         "stencil0_par": (dace.ScheduleType.CPU_Multicore, 2),
         "stencil0_seq": (dace.ScheduleType.Sequential, 1),
     }
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    shifts=st.lists(
+        st.tuples(st.integers(-3, 3), st.integers(-3, 3)), min_size=1, max_size=3
+    ),
+    order=st.permutations([0, 1, 2]),
+)
+def test_the_closed_form_otf_index_solution_is_dace_sympy_solution(shifts, order):
+    """For shifted points (written at ``p + c``, read at ``q + d``) the recipe's answer is
+    DaCe's own ``OTFMapFusion.solve``, which it stands in for."""
+    from dace import subsets  # noqa: PLC0415  (optional package, under its marker)
+    from dace.transformation.dataflow import OTFMapFusion  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace.otf import shifted_point_solution  # noqa: PLC0415  (optional package, under its marker)
+
+    rank = len(shifts)
+    first = [f"_i{n}" for n in range(rank)]
+    second = [f"x_{'IJK'[n]}" for n in order[:rank]]
+    written = subsets.Range.from_string(", ".join(f"{p} + ({c})" for p, (c, _) in zip(first, shifts)))
+    read = subsets.Range.from_string(", ".join(f"{q} + ({d})" for q, (_, d) in zip(second, shifts)))
+    ours = shifted_point_solution(first, tuple(written.ranges), second, tuple(read.ranges))
+    theirs = OTFMapFusion.solve(first, tuple(written.ranges), second, tuple(read.ranges))
+    assert ours is not None and theirs is not None
+    # DaCe renames the symbols by their text (``advanced_replace``): the text must agree.
+    assert {str(k): str(v) for k, v in ours.items()} == {str(k): str(v) for k, v in theirs.items()}
+
+
+def test_the_closed_form_otf_index_solution_leaves_ranges_to_dace():
+    from dace import subsets  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace.otf import shifted_point_solution  # noqa: PLC0415  (optional package, under its marker)
+
+    written = subsets.Range.from_string("_i0, 0:N")
+    read = subsets.Range.from_string("x_I + 1, 0:N")
+    assert shifted_point_solution(["_i0"], tuple(written.ranges), ["x_I"],
+                                  tuple(read.ranges)) is None
+
+
+def test_the_otf_recipe_restores_dace_index_solver():
+    from dace.transformation.dataflow import OTFMapFusion  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import Fusion, SDFGRecipe  # noqa: PLC0415  (optional package, under its marker)
+
+    solve = OTFMapFusion.__dict__["solve"]
+    _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.OTF))
+    assert OTFMapFusion.__dict__["solve"] is solve
 
 
 def test_fused_stencils_allocate_nothing_on_the_heap_in_either_variant():
@@ -275,11 +326,11 @@ def test_the_otf_recipe_with_row_tasklets_keeps_rows_on_the_stack():
     sdfg = _hdiff_sdfg(recipe=SDFGRecipe(fusion=Fusion.OTF, tasklets=Tasklets.ROWS))
     assert not _whole_domain_transients(sdfg)
     for state in _stencil_states(sdfg):
-        # OTFMapFusion replicated lap, flx and fly into the output's map: one map, whose
-        # tasklets are the output's and each replica (2 lap per flux, 4 fluxes).
+        # OTFMapFusion replicated the fluxes, then lap, into the output's map: one map,
+        # whose tasklets are the output's and each replica (4 fluxes, lap at 5 shifts).
         (top,) = _top_maps(state)
         tasklets = [n for n in state.scope_children()[top] if isinstance(n, dace.nodes.Tasklet)]
-        assert len(tasklets) == 1 + 4 + 8
+        assert len(tasklets) == 1 + 4 + 5
     rows = [d for d in sdfg.arrays.values() if d.transient]
     assert rows
     for data in rows:
@@ -339,6 +390,40 @@ def test_every_recipe_matches_numpy_on_hdiff(recipe, shape):
     corpus.hdiff_program.with_backend(backend)(inp, 0.05, out)
     corpus.hdiff_reference(inp, 0.05, expected)
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_the_default_flags_vectorize_where_and_keep_ieee_results():
+    """-fno-trapping-math lets gcc if-convert hdiff's flux limiting (otherwise its loop runs
+    scalar, ADR 0008); no flag may trade IEEE results (signed zeros, NaN, infinities,
+    rounding) for speed."""
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package, under its marker)
+
+    flags = SDFGCompilation(build_directory="unused").cpu_args.split()
+    assert "-fno-trapping-math" in flags and "-ffp-contract=off" in flags
+    for unsafe in ("-ffast-math", "-freciprocal-math", "-fno-signed-zeros",
+                   "-ffinite-math-only", "-funsafe-math-optimizations", "-fassociative-math"):
+        assert unsafe not in flags
+
+
+@pytest.mark.parametrize("recipe", ["inline", "otf"])
+def test_hdiff_matches_numpy_bit_for_bit_on_nan_infinities_and_signed_zeros(recipe):
+    """The vectorized flux limiting selects like NumPy's ``where``, special values included
+    (a parallel-sized grid: the OpenMP loop is the one gcc vectorizes); zeros keep their
+    sign."""
+    backend = attrs_backend(recipe=_recipe(recipe))
+    rng = np.random.default_rng(11)
+    shape = (70, 60, 16)
+    inp = rng.random(shape)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e308, -1e308, 5e-324])
+    mask = rng.random(shape) < 0.05
+    inp[mask] = rng.choice(special, size=int(mask.sum()))
+    out, expected = np.zeros(shape), np.zeros(shape)
+    with np.errstate(all="ignore"):
+        corpus.hdiff_program.with_backend(backend)(inp, 0.05, out)
+        corpus.hdiff_reference(inp, 0.05, expected)
+    np.testing.assert_array_equal(out, expected)  # NaN where NumPy has NaN
+    numbers = ~np.isnan(expected)  # a NaN's sign is not specified (IEEE 754, 6.3)
+    np.testing.assert_array_equal(np.signbit(out[numbers]), np.signbit(expected[numbers]))
 
 
 def attrs_backend(**translation_options):

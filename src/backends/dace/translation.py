@@ -48,7 +48,7 @@ from backends import loops
 from backends.c import expressions, runtime
 from backends.c.runtime import RUNTIME_C
 from backends.c.translation import unit_stride_flags
-from backends.dace import naming, recipe, tasklets, tiling
+from backends.dace import naming, otf, recipe, tasklets, tiling
 from backends.dace.naming import SDFGInterface
 from backends.dace.recipe import SDFGRecipe, apply_recipe
 from backends.dace.tasklets import Offsets, TaskletBody
@@ -64,7 +64,7 @@ SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
 _GENERATOR_VERSION = source_digest(
-    loops, tasklets, expressions, runtime, naming, recipe, tiling, sys.modules[__name__]
+    loops, tasklets, expressions, runtime, naming, recipe, otf, tiling, sys.modules[__name__]
 )
 
 
