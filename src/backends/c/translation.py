@@ -133,6 +133,7 @@ class CTranslation:
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
     streaming_stores: bool | None = None
+    temporary_rows: bool = False
     streaming_min_bytes: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
@@ -168,6 +169,7 @@ class CTranslation:
             self.parallel_min_points,
             self.prefetch_distance,
             self.streaming_stores,
+            self.temporary_rows,
             self.streaming_min_bytes,
             self.sweep_block,
         )
@@ -203,6 +205,7 @@ class CTranslation:
             self.tile_sizes,
             self.prefetch_distance,
             self.streaming_stores,
+            self.temporary_rows,
         )
         if isinstance(found, Choice):
             return found
@@ -216,6 +219,7 @@ class CTranslation:
             tile_sizes=self.tile_sizes,
             prefetch_distance=self.prefetch_distance,
             streaming_stores=self.streaming_stores,
+            temporary_rows=self.temporary_rows,
             parallel_min_points=self.parallel_min_points,
             streaming_min_bytes=self._streaming_min_bytes(),
         )
@@ -255,6 +259,7 @@ class CTranslation:
             streaming_min_bytes=(
                 self._streaming_min_bytes() if choice.variant.streaming_stores else None
             ),
+            rows=choice.variant.temporary_rows,
         )
         note = f"/* {code.name} ({stencil.operator_name}): {choice.describe()} */"
         return attrs.evolve(code, text=f"{note}\n{code.text}"), choice
