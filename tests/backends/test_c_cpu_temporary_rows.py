@@ -176,14 +176,23 @@ def test_hdiff_in_rows_carries_fly_and_prefetches_rows_ahead_along_i(rows_backen
     assert "__builtin_prefetch((const void*)(r0 + (uintptr_t)q), 0, 2);" in text
 
 
-def test_rows_replace_the_whole_tile_buffers_among_the_candidates_only_when_asked():
-    assert not any(v.temporary_rows for v in candidates(True, None, None))
-    asked = candidates(True, None, None, temporary_rows=True)
-    rows = [v for v in asked if v.temporaries]
-    assert rows and all(v.temporary_rows for v in rows)
+def test_rows_are_a_candidate_with_tile_shapes_of_their_own():
+    found = candidates(True, None, None)
+    rows = [v for v in found if v.temporary_rows]
     assert {v.tile_sizes for v in rows} == set(ROW_TILE_CANDIDATES)
     assert {v.prefetch_distance for v in rows} == {ROW_PREFETCH_DISTANCE}
-    assert len(asked) == len(candidates(True, None, None)) - 2
+    assert {v.streaming_stores for v in rows} == {False, True}
+    assert all(v.temporaries for v in rows)
+    assert not found[0].temporary_rows  # what an unmeasured choice uses stays the same
+    # A given tile shape means whole-tile buffers unless rows are asked for.
+    assert not any(v.temporary_rows for v in candidates(True, None, (8, 32)))
+    assert all(
+        v.temporary_rows
+        for v in candidates(True, True, (8, 32), temporary_rows=True)
+    )
+    asked = candidates(True, None, None, temporary_rows=True)
+    assert all(v.temporary_rows for v in asked if v.temporaries)
+    assert not any(v.temporary_rows for v in candidates(True, None, None, temporary_rows=False))
 
 
 def test_rows_asked_for_are_measured_in_place_of_whole_tile_buffers(tmp_path):

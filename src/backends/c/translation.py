@@ -111,6 +111,9 @@ class CTranslation:
         prefetch_distance: on the parallel path, each sweep position prefetches the rows it
             will touch first this many positions later (0: no software prefetching); None:
             chosen per stencil and machine.
+        temporary_rows: with temporaries, keep only the rows of each buffer that the sweep
+            still reads (``backends.c.variants.Variant``); None: chosen per stencil and
+            machine when ``tile_sizes`` is open too, else whole-tile buffers.
         streaming_stores: write the outputs of large domains with non-temporal stores
             (``backends.c.variants.Variant``); None: chosen per stencil and machine.
         streaming_min_bytes: the outputs' size over the domain from which streaming stores
@@ -133,7 +136,7 @@ class CTranslation:
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
     streaming_stores: bool | None = None
-    temporary_rows: bool = False
+    temporary_rows: bool | None = None
     streaming_min_bytes: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )

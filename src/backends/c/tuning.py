@@ -219,7 +219,7 @@ class Tuning:
         prefetch_distance: int | None,
         streaming_stores: bool | None,
         parallel_min_points: int,
-        temporary_rows: bool = False,
+        temporary_rows: bool | None = None,
         streaming_min_bytes: int,
     ) -> Choice:
         """The variant of ``stencil``: the only candidate, or the measured fastest (from its

@@ -152,7 +152,7 @@ def candidates(
     tile_sizes: tuple[int, ...] | None,
     prefetch_distance: int | None = None,
     streaming_stores: bool | None = None,
-    temporary_rows: bool = False,
+    temporary_rows: bool | None = None,
     tile_candidates: Sequence[tuple[int, ...]] = TILE_CANDIDATES,
     row_tile_candidates: Sequence[tuple[int, ...]] = ROW_TILE_CANDIDATES,
 ) -> tuple[Variant, ...]:
@@ -160,12 +160,12 @@ def candidates(
     free), the first one being what an unmeasured choice uses.
 
     Every stencil gets both store kinds (``streaming_stores``). A stencil with temporaries
-    (``has_temporaries``) also gets both ways of computing its locals, at the default
-    prefetch distance: buffers at the tile shapes of ``tile_candidates``, or with
-    ``temporary_rows`` buffers of rows at those of ``row_tile_candidates`` (rows are not a
-    candidate of their own: on the machines measured they were no faster, ADR 0009, and
-    each candidate costs a first build its compilation); recomputation at those of
-    ``tile_candidates``. One without them generates the same code either way and streams its fields
+    (``has_temporaries``) also gets three ways of computing its locals: whole-tile buffers
+    and recomputation at the tile shapes of ``tile_candidates`` and the default prefetch
+    distance, buffers of rows (``temporary_rows``) at those of ``row_tile_candidates`` and
+    ``ROW_PREFETCH_DISTANCE``. ``temporary_rows`` True or False keeps one kind of buffer;
+    left open with ``tile_sizes`` given, it means whole-tile buffers (rows have tile
+    shapes of their own). One without them generates the same code either way and streams its fields
     once whatever the tiles: the default tiles, and the distances of
     ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth on one machine and
     gained hdiff a fifth on another, ADR 0009).
@@ -183,7 +183,12 @@ def candidates(
         if not way:
             ways.append((False, False))
             continue
-        ways.append((True, temporary_rows))
+        # Rows have tile shapes of their own: a given shape means whole-tile buffers,
+        # unless rows are asked for too.
+        if temporary_rows is None:
+            ways += [(True, False)] if tile_sizes is not None else [(True, False), (True, True)]
+        else:
+            ways.append((True, temporary_rows))
     found = []
     for store in stores:
         for way, rows in ways:
@@ -203,7 +208,7 @@ def choose_unmeasured(
     tile_sizes: tuple[int, ...] | None,
     prefetch_distance: int | None = None,
     streaming_stores: bool | None = None,
-    temporary_rows: bool = False,
+    temporary_rows: bool | None = None,
 ) -> Choice | tuple[Variant, ...]:
     """The choice for ``stencil`` when the options leave one candidate, else the candidates
     to measure (the first is the default)."""
@@ -219,5 +224,5 @@ def choose_unmeasured(
     if len(found) > 1:
         return found
     if None not in (temporaries, tile_sizes, prefetch_distance, streaming_stores):
-        return Choice(found[0], "given")
+        return Choice(found[0], "given")  # a given tile shape settles temporary_rows
     return Choice(found[0], "default", "one candidate")
