@@ -125,10 +125,15 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Measured:
 
 
 HDIFF_CANDIDATES = [
-    f"{way}, tiles {tiles}, prefetch 4{stores}"
+    candidate
     for stores in ("", ", streaming stores")
-    for way in ("temporaries", "recompute")
-    for tiles in ("8x32", "16x64")
+    for candidate in (
+        f"temporaries, tiles 8x32, prefetch 4{stores}",
+        f"temporaries, tiles 16x64, prefetch 4{stores}",
+        f"temporary rows, tiles 256x32, prefetch 2{stores}",
+        f"recompute, tiles 8x32, prefetch 4{stores}",
+        f"recompute, tiles 16x64, prefetch 4{stores}",
+    )
 ]
 
 
@@ -138,7 +143,8 @@ def test_the_generated_code_names_the_measured_variant_and_the_record_every_cand
     note = notes(measured.text)["hdiff"]
     [(_, record)] = choice_records(measured.cache)
 
-    assert re.match(r"(temporaries|recompute), tiles \d+x\d+, prefetch 4(, streaming stores)? "
+    assert re.match(r"(temporaries|temporary rows|recompute), tiles \d+x\d+, prefetch \d"
+                    r"(, streaming stores)? "
                     r"\(measured: on ", note)
     assert note.startswith(record.variant.describe())
     assert " ms" not in note  # the figures stay in the record

@@ -74,9 +74,26 @@ class StencilCode:
 
 @attrs.frozen
 class _Temporary:
+    """A local kept in a buffer.
+
+    Attributes:
+        name: the local.
+        ctype: its C type.
+        extent: its (lower, upper) reach per iteration dimension around the output domain.
+        kept: the dimensions its buffer is indexed by, outermost first (all of them for a
+            whole-tile buffer; for rows, those from ``ring`` on).
+        ring: for rows, the dimension along which the buffer holds only ``slots`` positions,
+            indexed by the point's coordinate modulo ``slots`` (None: a whole-tile buffer,
+            or rows of a local that every reader reads at the position that stores it).
+        slots: positions kept along ``ring`` (a power of two).
+    """
+
     name: str
     ctype: str
     extent: Mapping[str, tuple[int, int]]
+    kept: tuple[str, ...] = ()
+    ring: str | None = None
+    slots: int = 0
 
 
 #: Emits one statement into a loop body: returns the statement's store lines.
@@ -132,6 +149,7 @@ class _StencilGenerator:
         parallel_min_points: int,
         prefetch_distance: int,
         streaming_min_bytes: int | None = None,
+        rows: bool = False,
     ) -> None:
         self.program = program
         self.stencil = stencil
@@ -148,8 +166,15 @@ class _StencilGenerator:
         for name, extent in layout.temporaries.items():
             local_type = self.definitions[name].type
             assert local_type is not None
-            self.temporaries[name] = _Temporary(name, C_TYPES[local_type.dtype], extent)
+            self.temporaries[name] = _Temporary(
+                name, C_TYPES[local_type.dtype], extent, kept=self.dims
+            )
+        if rows and self.dims:
+            self.temporaries = self._rows(*self._shifts())
         self.streaming_min_bytes = streaming_min_bytes
+        # Rows make long tiles along the outermost outer dimension cheap: the sweep crosses
+        # a tile's width of positions per step along it, time enough to prefetch rows ahead.
+        self.prefetch_dim = self.dims[0] if rows and self.temporaries and len(self.dims) > 1 else None
         self.streamed = self._streamed() if streaming_min_bytes is not None else ()
 
     def _streamed(self) -> tuple[str, ...]:
@@ -196,8 +221,11 @@ class _StencilGenerator:
 
     def _temp_index(self, temp: _Temporary, shift: Mapping[str, int]) -> str:
         index = ""
-        for dim in self.dims:
-            position = f"(x_{dim} + {shift.get(dim, 0)} - b_{temp.name}_{dim})"
+        for dim in temp.kept:
+            if dim == temp.ring:
+                position = f"((x_{dim} + {shift.get(dim, 0)}) & {temp.slots - 1})"
+            else:
+                position = f"(x_{dim} + {shift.get(dim, 0)} - b_{temp.name}_{dim})"
             index = position if not index else f"({index}) * w_{temp.name}_{dim} + {position}"
         return index
 
@@ -262,18 +290,16 @@ class _StencilGenerator:
             prefetches.append(_Prefetch(name, ahead, name in written))
         return prefetches
 
-    def _plan_sweep(self) -> _Plan:
-        """The statements of the sweep in order, whether one inner loop may run them all,
-        and the rows to prefetch.
-
-        The outputs are computed at the sweep position itself; each temporary (in reverse
-        definition order) is shifted ahead of its readers by the most any of them reaches
-        forward, per outer dimension. A read then never looks at a point later in the sweep
-        than its reader's. One inner loop may compute all statements unless a read at the
-        same sweep position looks along the inner dimension (the value there is computed in a
-        later iteration of that loop); temporaries without inner extent rule that out.
-        """
-        outer, inner = self.dims[:-1], self.dims[-1]
+    def _shifts(
+        self,
+    ) -> tuple[
+        dict[str | None, list[tuple[str, Offsets]]], dict[str | None, dict[str, int]]
+    ]:
+        """Each statement's reads of temporaries (``None``: the outputs') and its shift
+        along the outer dimensions: the outputs at the sweep position, each temporary (in
+        reverse definition order) ahead of its readers by the most any of them reaches
+        forward."""
+        outer = self.dims[:-1]
         temps = list(self.temporaries.values())
         reads: dict[str | None, list[tuple[str, Offsets]]] = {
             None: [r for result in self.stencil.results for r in self._temporary_reads(result, ())]
@@ -292,6 +318,68 @@ class _StencilGenerator:
             shifts[temp.name] = {
                 d: max((shifts[r][d] + o.get(d, 0) for r, o in reaches), default=0) for d in outer
             }
+        return reads, shifts
+
+    def _rows(
+        self,
+        reads: Mapping[str | None, Sequence[tuple[str, Offsets]]],
+        shifts: Mapping[str | None, Mapping[str, int]],
+    ) -> dict[str, _Temporary]:
+        """The temporaries laid out as rows: each buffer holds only the positions the sweep
+        still reads.
+
+        A read looks at a point stored ``lag`` sweep positions earlier (per outer dimension,
+        never negative: the shifts put every store ahead of its readers). Along the
+        outermost outer dimension where some read lags, the buffer keeps the last ``slots``
+        positions (a power of two above the largest lag), indexed by the point's coordinate
+        modulo ``slots``; the outer dimensions before it, along which no read lags, are not
+        stored at all; the ones after it and the inner one keep their whole tile width.
+        Between the store of a point and its last read, the sweep (lexicographic) moves
+        along the ring dimension by at most the largest lag, so no store in between reuses
+        the slot. hdiff: ``lap`` and ``flx`` keep two rows of I, ``fly`` (read at J - 1)
+        two K columns, carried from the previous J position.
+        """
+        outer = self.dims[:-1]
+        laid_out = {}
+        for temp in self.temporaries.values():
+            lags: list[dict[str, int]] = []
+            for reader, found in reads.items():
+                for name, offsets in found:
+                    if name != temp.name:
+                        continue
+                    at = dict(offsets)
+                    lags.append(
+                        {
+                            d: shifts[temp.name][d] - shifts[reader][d] - at.get(d, 0)
+                            for d in outer
+                        }
+                    )
+            assert all(lag >= 0 for found in lags for lag in found.values())
+            ring = next((d for d in outer if any(lag[d] for lag in lags)), None)
+            if ring is None:
+                laid_out[temp.name] = attrs.evolve(temp, kept=self.dims[-1:])
+                continue
+            slots = 1
+            while slots <= max(lag[ring] for lag in lags):
+                slots *= 2
+            kept = self.dims[self.dims.index(ring) :]
+            laid_out[temp.name] = attrs.evolve(temp, kept=kept, ring=ring, slots=slots)
+        return laid_out
+
+    def _plan_sweep(self) -> _Plan:
+        """The statements of the sweep in order, whether one inner loop may run them all,
+        and the rows to prefetch.
+
+        The outputs are computed at the sweep position itself; each temporary (in reverse
+        definition order) is shifted ahead of its readers by the most any of them reaches
+        forward, per outer dimension. A read then never looks at a point later in the sweep
+        than its reader's. One inner loop may compute all statements unless a read at the
+        same sweep position looks along the inner dimension (the value there is computed in a
+        later iteration of that loop); temporaries without inner extent rule that out.
+        """
+        outer, inner = self.dims[:-1], self.dims[-1]
+        temps = list(self.temporaries.values())
+        _, shifts = self._shifts()
         statements = []
         for temp in temps:
             shift = shifts[temp.name]
@@ -342,7 +430,7 @@ class _StencilGenerator:
             terms = []
             for axis, dim in enumerate(param.type.dim_names[:-1]):
                 ahead = prefetch.offsets.get(dim, 0) + (
-                    self.prefetch_distance if dim == outer[-1] else 0
+                    self.prefetch_distance if dim == (self.prefetch_dim or outer[-1]) else 0
                 )
                 terms.append(f"(x_{dim} + {ahead}) * s_{prefetch.field}_{axis}")
             terms.append(f"lo_{inner}")
@@ -350,11 +438,14 @@ class _StencilGenerator:
                 f"{indent}    const uintptr_t r{number} = (uintptr_t)p_{prefetch.field} + "
                 f"(uintptr_t)(({' + '.join(terms)}) * (int64_t)sizeof(*p_{prefetch.field}));"
             )
+        # Rows ahead along the outermost dimension are needed later than positions ahead
+        # along the innermost: into L2 (prefetcht1), not to displace L1's rows in use.
+        locality = 2 if self.prefetch_dim else 3
         lines += [f"{indent}    int64_t q = 0;", f"{indent}    do {{"]
         for number, prefetch in enumerate(prefetches):
             lines.append(
                 f"{indent}        __builtin_prefetch((const void*)(r{number} + (uintptr_t)q), "
-                f"{int(prefetch.write)}, 3);"
+                f"{int(prefetch.write)}, {locality});"
             )
         lines += [f"{indent}        q += 64;", f"{indent}    }} while (q < pf_bytes);", f"{indent}}}"]
         return lines
@@ -483,57 +574,14 @@ class _StencilGenerator:
         the domain is large enough. The tile body exists once, so the compiler optimizes
         (and the build pays for) it once."""
         dims = self.dims
-        outer, inner = dims[:-1], dims[-1]
+        outer = dims[:-1]
         tiles = dict.fromkeys(outer, 1)
         for d, size in zip(reversed(outer), reversed(self.tile_sizes), strict=False):
             tiles[d] = size
         name = f"sf_stencil_{self.index}"
         temps = list(self.temporaries.values())
-        temp_params = "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
         temp_args = "".join(f", t_{t.name}" for t in temps)
-        streaming = ", const int nt" if self.streamed else ""
-        lines = [
-            f"SF_NOCLONE __attribute__((noinline)) static void {name}_tile(const sf_args* restrict a, "
-            "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
-            f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
-            "    (void)pf;",
-        ]
-        lines += [
-            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
-        ]
-        lines += [
-            f"    const int64_t tb_{d} = tb[{i}], te_{d} = te[{i}];" for i, d in enumerate(outer)
-        ]
-        lines += self._unpack()
-        for temp in temps:
-            for i, d in enumerate(dims):
-                grow = temp.extent[d][1] - temp.extent[d][0]
-                width = f"(hi_{d} - lo_{d} + {grow})" if d == inner else f"(tile[{i}] + {grow})"
-                lines.append(
-                    f"    const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};"
-                )
-        block_lo = {d: f"tb_{d}" for d in outer} | {inner: f"lo_{inner}"}
-        for temp in temps:
-            for d in dims:
-                lines.append(
-                    f"    const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
-                )
-        for output in self.streamed:
-            param = self.program.param(output)
-            assert isinstance(param.type, FieldType)
-            lines.append(
-                f"    {C_TYPES[param.type.dtype]} o_{output}[{STREAM_CHUNK}] "
-                "__attribute__((aligned(64)));"
-            )
-        plan = self._plan_sweep()
-        if plan.prefetches:
-            lines += self._prefetch_bytes(plan.prefetches)
-        lines += self._sweep(plan, "    ")
-        if self.streamed:
-            # Streaming stores are weakly ordered: make them visible before the tile ends.
-            lines.append("    if (nt) sf_stream_fence();")
-        lines.append("}")
-
+        lines = self._tile_function(f"{name}_tile")
         n_outer = max(1, len(outer))
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
         # Hidden: called from the program's own run function, never from outside the object.
@@ -607,6 +655,59 @@ class _StencilGenerator:
             helpers.append(STREAMING_C)
         return StencilCode(name, signature, "\n".join(lines), dims, tuple(helpers))
 
+    def _tile_function(self, function: str) -> list[str]:
+        """The function ``function`` computing one tile (temporaries, then outputs)."""
+        dims = self.dims
+        outer, inner = dims[:-1], dims[-1]
+        temps = list(self.temporaries.values())
+        temp_params = "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
+        streaming = ", const int nt" if self.streamed else ""
+        lines = [
+            f"SF_NOCLONE __attribute__((noinline)) static void {function}(const sf_args* restrict a, "
+            "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
+            f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
+            "    (void)pf;",
+        ]
+        lines += [
+            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
+        ]
+        lines += [
+            f"    const int64_t tb_{d} = tb[{i}], te_{d} = te[{i}];" for i, d in enumerate(outer)
+        ]
+        lines += self._unpack()
+        for temp in temps:
+            for d in temp.kept:
+                if d == temp.ring:
+                    continue
+                width = self._width(temp, d)
+                lines.append(
+                    f"    const int64_t w_{temp.name}_{d} = {width}; (void)w_{temp.name}_{d};"
+                )
+        block_lo = {d: f"tb_{d}" for d in outer} | {inner: f"lo_{inner}"}
+        for temp in temps:
+            for d in temp.kept:
+                if d == temp.ring:
+                    continue
+                lines.append(
+                    f"    const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
+                )
+        for output in self.streamed:
+            param = self.program.param(output)
+            assert isinstance(param.type, FieldType)
+            lines.append(
+                f"    {C_TYPES[param.type.dtype]} o_{output}[{STREAM_CHUNK}] "
+                "__attribute__((aligned(64)));"
+            )
+        plan = self._plan_sweep()
+        if plan.prefetches:
+            lines += self._prefetch_bytes(plan.prefetches)
+        lines += self._sweep(plan, "    ")
+        if self.streamed:
+            # Streaming stores are weakly ordered: make them visible before the tile ends.
+            lines.append("    if (nt) sf_stream_fence();")
+        lines.append("}")
+        return lines
+
     def _tile_loop(self, indent: str, pragma: str, call: str) -> list[str]:
         """One loop over the tiles of the domain (``tile`` per outer dimension, in row-major
         order) that runs ``call`` with ``tb``/``te`` set, under ``pragma``.
@@ -653,16 +754,10 @@ class _StencilGenerator:
         from its scratch block (``sf_block`` is NULL when out of memory)."""
         if not temps:
             return []
-        outer, inner = self.dims[:-1], self.dims[-1]
         lines = []
         for temp in temps:
-            lower, upper = temp.extent[inner]
             span = " * ".join(
-                [
-                    f"(tile[{i}] + {temp.extent[d][1] - temp.extent[d][0]})"
-                    for i, d in enumerate(outer)
-                ]
-                + [f"(hi_{inner} - lo_{inner} + {upper - lower})"]
+                str(temp.slots) if d == temp.ring else self._width(temp, d) for d in temp.kept
             )
             lines.append(
                 f"{indent}const size_t z_{temp.name} = sf_round64(sizeof({temp.ctype}) * {span});"
@@ -678,6 +773,14 @@ class _StencilGenerator:
             )
             offset = f"{offset} + z_{temp.name}" if offset != "0" else f"z_{temp.name}"
         return lines
+
+    def _width(self, temp: _Temporary, dim: str) -> str:
+        """The points of ``temp``'s buffer along ``dim`` (not its ring dimension): the
+        tile's, or the domain's along the inner dimension, plus the temporary's reach."""
+        grow = temp.extent[dim][1] - temp.extent[dim][0]
+        if dim == self.dims[-1]:
+            return f"(hi_{dim} - lo_{dim} + {grow})"
+        return f"(tile[{self.dims.index(dim)}] + {grow})"
 
     def _release(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
         return [f"{indent}if (sf_owned) free(sf_block);"] if temps else []
@@ -756,6 +859,7 @@ def generate_stencil(
     parallel_min_points: int,
     prefetch_distance: int = 4,
     streaming_min_bytes: int | None = None,
+    rows: bool = False,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil`` over a domain.
 
@@ -776,4 +880,5 @@ def generate_stencil(
         parallel_min_points=parallel_min_points,
         prefetch_distance=prefetch_distance,
         streaming_min_bytes=streaming_min_bytes,
+        rows=rows,
     ).generate()

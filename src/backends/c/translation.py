@@ -111,6 +111,9 @@ class CTranslation:
         prefetch_distance: on the parallel path, each sweep position prefetches the rows it
             will touch first this many positions later (0: no software prefetching); None:
             chosen per stencil and machine.
+        temporary_rows: with temporaries, keep only the rows of each buffer that the sweep
+            still reads (``backends.c.variants.Variant``); None: chosen per stencil and
+            machine when ``tile_sizes`` is open too, else whole-tile buffers.
         streaming_stores: write the outputs of large domains with non-temporal stores
             (``backends.c.variants.Variant``); None: chosen per stencil and machine.
         streaming_min_bytes: the outputs' size over the domain from which streaming stores
@@ -133,6 +136,7 @@ class CTranslation:
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
     streaming_stores: bool | None = None
+    temporary_rows: bool | None = None
     streaming_min_bytes: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
     )
@@ -168,6 +172,7 @@ class CTranslation:
             self.parallel_min_points,
             self.prefetch_distance,
             self.streaming_stores,
+            self.temporary_rows,
             self.streaming_min_bytes,
             self.sweep_block,
         )
@@ -203,6 +208,7 @@ class CTranslation:
             self.tile_sizes,
             self.prefetch_distance,
             self.streaming_stores,
+            self.temporary_rows,
         )
         if isinstance(found, Choice):
             return found
@@ -216,6 +222,7 @@ class CTranslation:
             tile_sizes=self.tile_sizes,
             prefetch_distance=self.prefetch_distance,
             streaming_stores=self.streaming_stores,
+            temporary_rows=self.temporary_rows,
             parallel_min_points=self.parallel_min_points,
             streaming_min_bytes=self._streaming_min_bytes(),
         )
@@ -255,6 +262,7 @@ class CTranslation:
             streaming_min_bytes=(
                 self._streaming_min_bytes() if choice.variant.streaming_stores else None
             ),
+            rows=choice.variant.temporary_rows,
         )
         note = f"/* {code.name} ({stencil.operator_name}): {choice.describe()} */"
         return attrs.evolve(code, text=f"{note}\n{code.text}"), choice

@@ -219,13 +219,20 @@ class Tuning:
         prefetch_distance: int | None,
         streaming_stores: bool | None,
         parallel_min_points: int,
+        temporary_rows: bool | None = None,
         streaming_min_bytes: int,
     ) -> Choice:
         """The variant of ``stencil``: the only candidate, or the measured fastest (from its
         choice record when there is one). A failed measurement warns
         (``MeasurementWarning``) and takes the first candidate."""
         found = choose_unmeasured(
-            program, stencil, temporaries, tile_sizes, prefetch_distance, streaming_stores
+            program,
+            stencil,
+            temporaries,
+            tile_sizes,
+            prefetch_distance,
+            streaming_stores,
+            temporary_rows,
         )
         if isinstance(found, Choice):
             return found
@@ -244,6 +251,7 @@ class Tuning:
                 parallel_min_points=parallel_min_points,
                 prefetch_distance=variant.prefetch_distance,
                 streaming_min_bytes=streaming_min_bytes if variant.streaming_stores else None,
+                rows=variant.temporary_rows,
             )
             for number, variant in enumerate(found)
         ]

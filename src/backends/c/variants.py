@@ -27,6 +27,8 @@ __all__ = [
     "DEFAULT_TILE_SIZES",
     "DEFAULT_VARIANT",
     "PREFETCH_CANDIDATES",
+    "ROW_PREFETCH_DISTANCE",
+    "ROW_TILE_CANDIDATES",
     "TILE_CANDIDATES",
     "Choice",
     "Variant",
@@ -39,6 +41,15 @@ DEFAULT_TILE_SIZES = (8, 32)
 
 #: The tile shapes measured for each way of computing locals (ADR 0009 gives the figures).
 TILE_CANDIDATES: tuple[tuple[int, ...], ...] = ((8, 32), (16, 64))
+
+#: The tile shapes measured for temporaries kept in rows: the rows cost no more memory for a
+#: longer tile along the outermost outer dimension, where a longer tile recomputes less of
+#: the temporaries' reach.
+ROW_TILE_CANDIDATES: tuple[tuple[int, ...], ...] = ((256, 32),)
+
+#: Rows ahead along the outermost outer dimension that temporaries in rows prefetch, when
+#: nothing else decides (their sweep crosses a tile's width per row: ADR 0009).
+ROW_PREFETCH_DISTANCE = 2
 
 #: Sweep positions the rows are prefetched ahead when nothing else decides.
 DEFAULT_PREFETCH_DISTANCE = 4
@@ -58,21 +69,30 @@ class Variant:
             are recomputed at every use (False).
         tile_sizes: tile extents of the outer dimensions (the last ones).
         prefetch_distance: sweep positions ahead that the parallel path prefetches the rows
-            it will touch first (0: no software prefetching).
+            it will touch first (0: no software prefetching): along the innermost outer
+            dimension, or with ``temporary_rows`` along the outermost one (into L2).
         streaming_stores: on the parallel path of a domain whose outputs exceed half the
             last-level cache, outputs contiguous along the inner dimension are written with
             non-temporal stores (and not prefetched).
+        temporary_rows: with ``temporaries``, each buffer holds only the rows the tile's
+            sweep still reads (``backends.c.codegen``: a ring of a few positions along the
+            outermost outer dimension where a read lags its store), instead of the whole
+            tile: small enough for L1/L2 whatever the tile's length along that dimension.
     """
 
     temporaries: bool
     tile_sizes: tuple[int, ...]
     prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
     streaming_stores: bool = False
+    temporary_rows: bool = False
 
     def describe(self) -> str:
-        """In words: ``temporaries, tiles 8x32, prefetch 4`` or ``recompute, tiles 16x64,
-        no prefetch, streaming stores``."""
-        how = "temporaries" if self.temporaries else "recompute"
+        """In words: ``temporaries, tiles 8x32, prefetch 4``, ``temporary rows, tiles
+        256x32, prefetch 4, streaming stores`` or ``recompute, tiles 16x64, no prefetch``."""
+        if not self.temporaries:
+            how = "recompute"
+        else:
+            how = "temporary rows" if self.temporary_rows else "temporaries"
         text = f"{how}, tiles {'x'.join(str(size) for size in self.tile_sizes)}, "
         text += f"prefetch {self.prefetch_distance}" if self.prefetch_distance else "no prefetch"
         if self.streaming_stores:
@@ -132,17 +152,23 @@ def candidates(
     tile_sizes: tuple[int, ...] | None,
     prefetch_distance: int | None = None,
     streaming_stores: bool | None = None,
+    temporary_rows: bool | None = None,
     tile_candidates: Sequence[tuple[int, ...]] = TILE_CANDIDATES,
+    row_tile_candidates: Sequence[tuple[int, ...]] = ROW_TILE_CANDIDATES,
 ) -> tuple[Variant, ...]:
     """The variants of a stencil worth measuring, within what the options fix (``None``:
     free), the first one being what an unmeasured choice uses.
 
     Every stencil gets both store kinds (``streaming_stores``). A stencil with temporaries
-    (``has_temporaries``) also gets both ways of computing its locals and the tile shapes of
-    ``tile_candidates``, at the default prefetch distance. One without them generates the
-    same code either way and streams its fields once whatever the tiles: the default tiles,
-    and the distances of ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth
-    on one machine and gained hdiff a fifth on another, ADR 0009).
+    (``has_temporaries``) also gets three ways of computing its locals: whole-tile buffers
+    and recomputation at the tile shapes of ``tile_candidates`` and the default prefetch
+    distance, buffers of rows (``temporary_rows``) at those of ``row_tile_candidates`` and
+    ``ROW_PREFETCH_DISTANCE``. ``temporary_rows`` True or False keeps one kind of buffer;
+    left open with ``tile_sizes`` given, it means whole-tile buffers (rows have tile
+    shapes of their own). One without them generates the same code either way and streams its fields
+    once whatever the tiles: the default tiles, and the distances of
+    ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth on one machine and
+    gained hdiff a fifth on another, ADR 0009).
     """
     stores = (False, True) if streaming_stores is None else (streaming_stores,)
     if not has_temporaries:
@@ -152,12 +178,27 @@ def candidates(
         return tuple(
             Variant(way, shape, distance, store) for store in stores for distance in distances
         )
-    ways = (True, False) if temporaries is None else (temporaries,)
-    shapes = tuple(tile_candidates) if tile_sizes is None else (tile_sizes,)
-    distance = DEFAULT_PREFETCH_DISTANCE if prefetch_distance is None else prefetch_distance
-    return tuple(
-        Variant(way, shape, distance, store) for store in stores for way in ways for shape in shapes
-    )
+    ways: list[tuple[bool, bool]] = []
+    for way in (True, False) if temporaries is None else (temporaries,):
+        if not way:
+            ways.append((False, False))
+            continue
+        # Rows have tile shapes of their own: a given shape means whole-tile buffers,
+        # unless rows are asked for too.
+        if temporary_rows is None:
+            ways += [(True, False)] if tile_sizes is not None else [(True, False), (True, True)]
+        else:
+            ways.append((True, temporary_rows))
+    found = []
+    for store in stores:
+        for way, rows in ways:
+            shapes = row_tile_candidates if rows else tile_candidates
+            distance = prefetch_distance
+            if distance is None:
+                distance = ROW_PREFETCH_DISTANCE if rows else DEFAULT_PREFETCH_DISTANCE
+            for shape in tuple(shapes) if tile_sizes is None else (tile_sizes,):
+                found.append(Variant(way, shape, distance, store, rows))
+    return tuple(found)
 
 
 def choose_unmeasured(
@@ -167,15 +208,21 @@ def choose_unmeasured(
     tile_sizes: tuple[int, ...] | None,
     prefetch_distance: int | None = None,
     streaming_stores: bool | None = None,
+    temporary_rows: bool | None = None,
 ) -> Choice | tuple[Variant, ...]:
     """The choice for ``stencil`` when the options leave one candidate, else the candidates
     to measure (the first is the default)."""
     layout = StencilLayout.of(program, stencil, temporaries=True)
     found = candidates(
-        bool(layout.temporaries), temporaries, tile_sizes, prefetch_distance, streaming_stores
+        bool(layout.temporaries),
+        temporaries,
+        tile_sizes,
+        prefetch_distance,
+        streaming_stores,
+        temporary_rows,
     )
     if len(found) > 1:
         return found
     if None not in (temporaries, tile_sizes, prefetch_distance, streaming_stores):
-        return Choice(found[0], "given")
+        return Choice(found[0], "given")  # a given tile shape settles temporary_rows
     return Choice(found[0], "default", "one candidate")
