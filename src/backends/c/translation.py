@@ -113,7 +113,8 @@ class CTranslation:
             chosen per stencil and machine.
         temporary_rows: with temporaries, keep only the rows of each buffer that the sweep
             still reads (``backends.c.variants.Variant``); None: chosen per stencil and
-            machine when ``tile_sizes`` is open too, else whole-tile buffers.
+            machine when ``tile_sizes`` is open too, else whole-tile buffers. True with
+            ``temporaries=False`` is a ``ValueError``.
         streaming_stores: write the outputs of large domains with non-temporal stores
             (``backends.c.variants.Variant``); None: chosen per stencil and machine.
         streaming_min_bytes: the outputs' size over the domain from which streaming stores
@@ -145,6 +146,13 @@ class CTranslation:
     )
     tuning: Tuning | None = attrs.field(default=None, repr=False)
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.temporary_rows and self.temporaries is False:
+            raise ValueError(
+                "CTranslation(temporary_rows=True) keeps temporaries in rows, and "
+                "temporaries=False recomputes them instead: drop one of the two options"
+            )
 
     @property
     def automatic(self) -> bool:
