@@ -193,6 +193,22 @@ def test_hdiff_computes_every_temporary_and_the_output_in_one_inner_loop():
         assert store.start() < load.start()
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["tile_buffers", "temporary_rows"])
+def test_hdiff_stores_its_output_only_in_the_fused_loop(rows):
+    # The output is active exactly where every statement is: the tile's edges never reach
+    # it, so an edge loop for it would only cost build time.
+    inp = np.zeros((40, 37, 5))
+    pipeline = _with_temporaries().pipeline.evolve_step(
+        "translation", temporary_rows=rows, streaming_stores=True
+    )
+    backend = CompiledBackend("c_cpu_streamed", backends.c_cpu.allocator, pipeline)
+    source = stencils.hdiff_program.with_backend(backend).lower(inp, 0.1, inp.copy()).source
+    output_store = re.compile(r"\b[pw]_out\[[^\]]*\] = ")
+    stores = [body for body in _inner_loops(source.text) if output_store.search(body)]
+    assert len(stores) == 1
+    assert re.search(r"\bt_lap_field\[[^\]]*\] = ", stores[0])
+
+
 def test_a_temporary_read_along_the_inner_dimension_gets_loops_of_its_own():
     inp = np.zeros((12, 12, 12))
     program = stencils.vertical_chain_program.with_backend(_with_temporaries())

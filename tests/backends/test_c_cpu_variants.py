@@ -128,10 +128,8 @@ HDIFF_CANDIDATES = [
     candidate
     for stores in ("", ", streaming stores")
     for candidate in (
-        f"temporaries, tiles 8x32, prefetch 4{stores}",
         f"temporaries, tiles 16x64, prefetch 4{stores}",
         f"temporary rows, tiles 256x32, prefetch 2{stores}",
-        f"recompute, tiles 8x32, prefetch 4{stores}",
         f"recompute, tiles 16x64, prefetch 4{stores}",
     )
 ]
@@ -336,7 +334,7 @@ def test_a_translation_without_tuning_takes_the_default_variant_unmeasured(tmp_p
     text = stencils.hdiff_program.with_backend(backend).lower(*hdiff_arguments()).as_text()
 
     assert notes(text)["hdiff"] == (
-        "temporaries, tiles 8x32, prefetch 4 (default: not measured: the translation has no "
+        "temporaries, tiles 16x64, prefetch 4 (default: not measured: the translation has no "
         "tuning)"
     )
     assert measurements(compiler) == 0

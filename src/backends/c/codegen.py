@@ -464,21 +464,21 @@ class _StencilGenerator:
             )
         pad = indent + "    " * len(outer)
         lines += self._prefetch_rows(plan.prefetches, pad)
-        guards: list[list[str]] = []
-        for statement in statements:
-            conditions = []
-            for d in outer:
-                lower, upper = statement.bounds[d]
-                if lower > first[d]:
-                    conditions.append(f"x_{d} >= tb_{d} + {lower}")
-                if upper < last[d]:
-                    conditions.append(f"x_{d} < te_{d} + {upper}")
-            guards.append(conditions)
+        guards = [self._guard(statement.bounds, first, last) for statement in statements]
+        # Where every statement is active: the tightest of their bounds, per outer dimension.
+        inside = {
+            d: (max(s.bounds[d][0] for s in statements), min(s.bounds[d][1] for s in statements))
+            for d in outer
+        }
+        everywhere = " && ".join(self._guard(inside, first, last))
         separate: list[str] = []
         for statement, guard in zip(statements, guards, strict=True):
+            if fusable and everywhere and statement.bounds == inside:
+                # Active only where the fused loop runs: never at the edges (gcc does not
+                # see it, and would build the loop for nothing).
+                continue
             loop = self._inner_loop(statement.inner, [statement.emit], pad + "    " * bool(guard))
             separate += [f"{pad}if ({' && '.join(guard)}) {{", *loop, f"{pad}}}"] if guard else loop
-        everywhere = " && ".join(dict.fromkeys(c for guard in guards for c in guard))
         if not fusable:
             lines += separate
         elif not everywhere:
@@ -492,6 +492,20 @@ class _StencilGenerator:
         for depth in reversed(range(len(outer))):
             lines.append(f"{indent}{'    ' * depth}}}")
         return lines
+
+    @staticmethod
+    def _guard(
+        bounds: Mapping[str, tuple[int, int]], first: Mapping[str, int], last: Mapping[str, int]
+    ) -> list[str]:
+        """The conditions under which a sweep position lies within ``bounds`` (per outer
+        dimension, relative to the tile), given that it lies within ``first``/``last``."""
+        conditions = []
+        for d, (lower, upper) in bounds.items():
+            if lower > first[d]:
+                conditions.append(f"x_{d} >= tb_{d} + {lower}")
+            if upper < last[d]:
+                conditions.append(f"x_{d} < te_{d} + {upper}")
+        return conditions
 
     def _inner_loop(self, reach: tuple[int, int], emits: Sequence[_Emit], indent: str) -> list[str]:
         """One inner-dimension loop computing ``emits`` in order at every point; with

@@ -125,8 +125,9 @@ class CTranslation:
             the generated C says which).
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
             ``streaming_stores`` leave open (None), by measuring the candidates once per machine
-            (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes
-            ``backends.c.variants.DEFAULT_VARIANT``'s value. Explicit options always win.
+            (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes the
+            value of the first candidate (``backends.c.variants.candidates``: for a stencil
+            without shifted locals ``DEFAULT_VARIANT``'s). Explicit options always win.
             The generated C names each stencil's variant and how it was chosen.
     """
 
