@@ -954,6 +954,24 @@ def test_a_light_frame_that_does_not_compile_is_built_with_dace_runtime(
     assert "did not build without DaCe's runtime header" in caplog.text
 
 
+def test_cpu_builds_link_with_gold_where_installed_and_the_linker_is_in_the_key():
+    """gold halves each of a CPU build's two links; the linker flags are part of the
+    compilation's fingerprint, and CUDA builds keep the compiler's default linker."""
+    import shutil  # noqa: PLC0415
+
+    import attrs  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package)
+    from pipeline.fingerprint import fingerprint  # noqa: PLC0415
+
+    cpu = SDFGCompilation("unused")
+    default = "-fuse-ld=gold" if shutil.which("ld.gold") else ""
+    assert fingerprint(cpu) == fingerprint(attrs.evolve(cpu, linker_args=default))
+    assert fingerprint(cpu) != fingerprint(attrs.evolve(cpu, linker_args="-fuse-ld=bfd"))
+    cuda = SDFGCompilation("unused", device_type=DeviceType.CUDA)
+    assert fingerprint(cuda) == fingerprint(attrs.evolve(cuda, linker_args=""))
+
+
 def test_light_frames_replace_dace_runtime_unless_the_code_names_it():
     from backends.dace.compilation import light_frame  # noqa: PLC0415  (optional package)
 

@@ -94,6 +94,8 @@ class SDFGCompilation:
         cpu_args: C++ compiler flags on top of the build type (DaCe's CMake build adds what a
             loadable library needs, whatever these say).
         extra_cpu_args: added after ``cpu_args``, to tune the defaults rather than replace them.
+        linker_args: flags of the link of the libraries (DaCe's ``compiler.linker.args``);
+            None: the gold linker for CPU builds where it is installed, else none.
         toolchain_directory: where DaCe's machine-wide build cache lives (None: ``shared/``
             in ``build_directory``); advisory, so not part of the fingerprint.
     """
@@ -104,6 +106,7 @@ class SDFGCompilation:
     build_type: str = "Release"
     cpu_args: str = attrs.field(factory=_default_cpu_args)
     extra_cpu_args: str = ""
+    linker_args: str | None = None
 
     @property
     def accepts(self) -> SourceFormat:
@@ -117,11 +120,20 @@ class SDFGCompilation:
             self.build_type,
             self.cpu_args,
             self.extra_cpu_args,
+            self._linker_args(),
             compiler_identity(os.environ.get("CXX") or "c++"),
             _dace_version(),
             package_version(),
             source_digest(sys.modules[__name__]),
         )
+
+    def _linker_args(self) -> str:
+        if self.linker_args is not None:
+            return self.linker_args
+        # gold links a library in half the time of the default linker (bfd): 0.05 against
+        # 0.1 s here, twice a CPU build (the program's library and DaCe's stub).
+        gold = self.device_type == DeviceType.CPU and shutil.which("ld.gold") is not None
+        return "-fuse-ld=gold" if gold else ""
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
         # The same BuildCache as c_cpu's: the same refusals, read-only and full-disk fallbacks.
@@ -174,6 +186,7 @@ class SDFGCompilation:
             Config.set(
                 "compiler", "cpu", "args", value=f"{self.cpu_args} {self.extra_cpu_args}".strip()
             )
+            Config.set("compiler", "linker", "args", value=self._linker_args())
             Config.set("default_build_folder", value=str(folder.parent))
             try:
                 if self.device_type == DeviceType.CPU:
