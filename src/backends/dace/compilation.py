@@ -256,7 +256,12 @@ def _build_cpu(dace: Any, sdfg: Any, folder: Path) -> None:
     header and without DaCe's precompiled header (``light_frame``), and DaCe's compressed copy
     of the SDFG is not written (the artifact carries the SDFG)."""
     from dace.codegen import codegen  # noqa: PLC0415
+    from dace.config import Config  # noqa: PLC0415
 
+    # DaCe's control-flow raising (loops and branches from the state machine) took half of
+    # code generation; the translation's states need none of it: the branches over the
+    # stencils' modes are emitted as conditional jumps instead.
+    Config.set("optimizer", "detect_control_flow", value=False)
     sdfg.fill_scope_connectors()
     objects = codegen.generate_code(sdfg, validate=False)
     linked = [code for code in objects if code.linkable]
