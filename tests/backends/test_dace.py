@@ -900,6 +900,117 @@ def test_a_changed_program_with_the_same_name_gets_a_new_build(tmp_path):
     assert first.lower(a, out).source.entry_point != second.lower(a, out).source.entry_point
 
 
+# --------------------------------------------------------------------------- builds
+
+
+def _hdiff_source():
+    inp, out = np.random.default_rng(3).random((16, 16, 8)), np.zeros((16, 16, 8))
+    return corpus.hdiff_program.with_backend(backends.dace_cpu).lower(inp, 0.05, out).source
+
+
+def _hdiff_runs_like_numpy(artifact):
+    from backends.dace import load_sdfg  # noqa: PLC0415  (optional package, under its marker)
+
+    inp = np.random.default_rng(5).random((16, 16, 8))
+    out, expected = np.zeros_like(inp), np.zeros_like(inp)
+    load_sdfg(artifact)(inp, 0.05, out)
+    corpus.hdiff_reference(inp, 0.05, expected)
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_a_cpu_frame_needing_nothing_of_dace_runtime_builds_without_its_headers(tmp_path):
+    """No precompiled header is built or loaded for it, and the recorded compile command
+    force-includes none (ADR 0008, fifth amendment); the library computes hdiff."""
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package, under its marker)
+
+    toolchain = tmp_path / "toolchain"
+    compilation = SDFGCompilation(str(tmp_path / "dace"), toolchain_directory=str(toolchain))
+    _hdiff_runs_like_numpy(compilation(_hdiff_source()))
+    assert not list(toolchain.glob("*/pch"))
+    (recorded,) = toolchain.glob("*/commands/*.json")
+    commands = [entry["command"] for entry in json.loads(recorded.read_text())]
+    assert commands and not any("dace_prewarm" in command for command in commands)
+
+
+def test_a_light_frame_that_does_not_compile_is_built_with_dace_runtime(
+    tmp_path, monkeypatch, caplog
+):
+    """Where the frame names something of the runtime that ``light_frame`` does not know,
+    the build without the header fails, and the unit is built again with it."""
+    import attrs  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import compilation  # noqa: PLC0415  (optional package, under its marker)
+
+    def needs_the_runtime(code):
+        return code.replace("#include <dace/dace.h>", "#error stands for a runtime name", 1)
+
+    monkeypatch.setattr(compilation, "light_frame", needs_the_runtime)
+    step = attrs.evolve(
+        backends.dace_cpu.pipeline.compilation.step, build_directory=str(tmp_path / "dace")
+    )
+    with caplog.at_level("WARNING", logger=compilation.__name__):
+        artifact = step(_hdiff_source())
+    _hdiff_runs_like_numpy(artifact)
+    assert "did not build without DaCe's runtime header" in caplog.text
+
+
+def test_cpu_builds_link_with_gold_where_installed_and_the_linker_is_in_the_key():
+    """gold halves each of a CPU build's two links; the linker flags are part of the
+    compilation's fingerprint, and CUDA builds keep the compiler's default linker."""
+    import shutil  # noqa: PLC0415
+
+    import attrs  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package)
+    from pipeline.fingerprint import fingerprint  # noqa: PLC0415
+
+    cpu = SDFGCompilation("unused")
+    default = "-fuse-ld=gold" if shutil.which("ld.gold") else ""
+    assert fingerprint(cpu) == fingerprint(attrs.evolve(cpu, linker_args=default))
+    assert fingerprint(cpu) != fingerprint(attrs.evolve(cpu, linker_args="-fuse-ld=bfd"))
+    cuda = SDFGCompilation("unused", device_type=DeviceType.CUDA)
+    assert fingerprint(cuda) == fingerprint(attrs.evolve(cuda, linker_args=""))
+
+
+def test_light_frames_replace_dace_runtime_unless_the_code_names_it():
+    from backends.dace.compilation import light_frame  # noqa: PLC0415  (optional package)
+
+    head = "/* DaCe AUTO-GENERATED FILE. DO NOT MODIFY */\n#include <dace/dace.h>\n"
+    plain = head + "DACE_EXPORTED void f(double * __restrict__ a) { double t DACE_ALIGN(64); }\n"
+    light = light_frame(plain)
+    assert light is not None and "<dace/dace.h>" not in light
+    assert light.endswith(plain[len(head):]) and "#define DACE_ALIGN(N)" in light
+    for use in ("int_ceil(n, 8)", "Min(a, b)", "max(a, b)", "abs(k)", "dace::math::pow(a, 2)",
+                "DACE_PRAGMA(omp simd)", "std::memcpy(a, b, 8)", "__dace_smem_err()"):
+        assert light_frame(plain + f"void g() {{ {use}; }}\n") is None, use
+    assert light_frame(plain.replace("#include <dace/dace.h>\n", "")) is None
+
+
+def test_light_frames_know_every_global_function_of_dace_runtime():
+    """DaCe's runtime declares some functions outside its namespace for the code it
+    generates (``min``, ``int_ceil``, ``using std::abs``): a frame naming one needs the
+    runtime, so each must be in ``_RUNTIME_NAMES`` (a DaCe upgrade that adds one fails here)."""
+    import re  # noqa: PLC0415
+
+    import dace  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace.compilation import _RUNTIME_NAMES  # noqa: PLC0415
+
+    include = Path(dace.__file__).parent / "runtime" / "include" / "dace"
+    math = (include / "math.h").read_text().split("namespace std")[0]
+    interop = (include / "pyinterop.h").read_text()
+    declared = set()
+    for text in (math, interop):
+        # Declarations at file scope start a line; macro bodies continue with a backslash.
+        file_scope = r"^(?:static )?(?:DACE_CONSTEXPR )?DACE_HDFI [^;{(\\]*?\b(\w+)\s*\("
+        declared |= set(re.findall(file_scope, text, flags=re.MULTILINE))
+        declared |= set(re.findall(r"^using std::(\w+);", text, flags=re.MULTILINE))
+        declared |= set(re.findall(r"^(?:class|struct|typedef [^;]*?)\s*(\w+)\s*[;{]?$", text,
+                                   flags=re.MULTILINE))
+    assert {"min", "int_ceil", "abs", "Min"} <= declared
+    assert declared - {"_dace_has_half"} <= _RUNTIME_NAMES
+
+
 # --------------------------------------------------------------------------- dace_gpu
 
 

@@ -90,6 +90,23 @@ def _gpu_runtime() -> str:
     return RUNTIME_C.replace("static inline", "static inline __host__ __device__")
 
 
+def _cpu_runtime(dace: Any, sdfg: Any) -> str:
+    """The helpers and headers the tasklets of a CPU SDFG name (``runtime.runtime_for``):
+    a unit that calls no math function does not parse ``<math.h>``.
+
+    Without the C-only pragma that makes an undeclared function an error: in C++ it always
+    is one.
+    """
+    code = "\n".join(
+        node.code.as_string
+        for node, _ in sdfg.all_nodes_recursive()
+        if isinstance(node, dace.nodes.Tasklet)
+    )
+    lines = runtime.runtime_for(code).splitlines()
+    kept = [line for line in lines if not line.startswith("#pragma GCC diagnostic")]
+    return "\n".join(kept) + "\n"  # DaCe joins global code blocks as they are
+
+
 @attrs.frozen
 class SDFGTranslation:
     """IR -> DaCe SDFG (serialized as JSON), for the CPU or, with DaCe's GPU transformation,
@@ -173,8 +190,10 @@ def _build_sdfg(
     else:
         apply_recipe(dace, sdfg, options.recipe)
         builder.add_sequential_variants()
-    sdfg.append_global_code(RUNTIME_C)
-    if not gpu:
+    if gpu:
+        sdfg.append_global_code(RUNTIME_C)
+    else:
+        sdfg.append_global_code(_cpu_runtime(dace, sdfg))
         sdfg.append_global_code(packed_entry(sdfg))
     sdfg.validate()
     interface = SDFGInterface(
@@ -304,13 +323,13 @@ def packed_entry(sdfg: Any) -> str:
     arguments = ", ".join(["__state", *values])
     return "\n".join(
         [
-            "#include <cstring>",
+            "#include <string.h>",
             f"DACE_EXPORTED void __program_{name}({name}_state_t *__state, "
             f"{sdfg.signature(with_types=True, for_call=False)});",
             "static inline double sf_word_f64(int64_t w) "
-            "{ double v; std::memcpy(&v, &w, sizeof v); return v; }",
+            "{ double v; memcpy(&v, &w, sizeof v); return v; }",
             "static inline float sf_word_f32(int64_t w) "
-            "{ int32_t b = (int32_t)w; float v; std::memcpy(&v, &b, sizeof v); return v; }",
+            "{ int32_t b = (int32_t)w; float v; memcpy(&v, &b, sizeof v); return v; }",
             f"DACE_EXPORTED void __sf_packed_{name}({name}_state_t *__state, const int64_t *w) {{",
             f"    __program_{name}({arguments});",
             "}",
