@@ -62,7 +62,7 @@ def _jax_jit() -> Backend:
 
 
 def _c_cpu() -> Backend:
-    from backends.c import c_cpu_pipeline  # noqa: PLC0415  (only when first used)
+    from backends.c import c_cpu_pipeline, compile_time_args  # noqa: PLC0415  (when first used)
     from backends.c.compilation import default_compiler  # noqa: PLC0415
     from backends.cache import cache_directory  # noqa: PLC0415
 
@@ -75,7 +75,10 @@ def _c_cpu() -> Backend:
     import allocators  # noqa: PLC0415
 
     return CompiledBackend(
-        "c_cpu", allocators.NumPyBufferAllocator(), c_cpu_pipeline(cache_directory())
+        "c_cpu",
+        allocators.NumPyBufferAllocator(),
+        c_cpu_pipeline(cache_directory()),
+        compile_time_args=compile_time_args,
     )
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 import allocators
 from backends import CompiledBackend
-from backends.c import CCompilation, c_cpu_pipeline
+from backends.c import CCompilation, c_cpu_pipeline, compile_time_args
 from pipeline import compile_many
 
 _TEMPLATE = '''
@@ -92,7 +92,7 @@ def backend_for(cache: Path, compiler: Path) -> CompiledBackend:
     compilation = CCompilation(str(cache / "c"), compiler=str(compiler))
     return CompiledBackend(
         "c_cpu_fleet", allocators.NumPyBufferAllocator(),
-        c_cpu_pipeline(cache, compilation=compilation),
+        c_cpu_pipeline(cache, compilation=compilation), compile_time_args=compile_time_args,
     )
 
 

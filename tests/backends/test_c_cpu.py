@@ -37,6 +37,7 @@ from backends.c import (  # noqa: E402
     CLoading,
     Launcher,
     c_cpu_pipeline,
+    compile_time_args,
 )
 from backends.cache import cache_directory  # noqa: E402
 from pipeline import (  # noqa: E402
@@ -61,7 +62,10 @@ def private_backend(
     """A c_cpu backend over ``cache`` that builds with the logging compiler wrapper."""
     compilation = CCompilation(str(cache / "c"), compiler=str(compiler.path))
     return CompiledBackend(
-        name, allocators.NumPyBufferAllocator(), c_cpu_pipeline(cache, compilation=compilation)
+        name,
+        allocators.NumPyBufferAllocator(),
+        c_cpu_pipeline(cache, compilation=compilation),
+        compile_time_args=compile_time_args,
     )
 
 
@@ -176,10 +180,11 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     compiler = CompilerWrapper(root / "cc")
     base = private_backend(root / "cache", compiler, "c_cpu")
     pipeline = base.pipeline
-    inline = CompiledBackend(
-        "c_cpu_inline",
-        allocators.NumPyBufferAllocator(),
-        attrs.evolve(
+    # Variants of a backend are evolved from it: they keep its compile-time arguments.
+    inline = attrs.evolve(
+        base,
+        name="c_cpu_inline",
+        pipeline=attrs.evolve(
             pipeline,
             translation=attrs.evolve(
                 pipeline.translation,
@@ -188,10 +193,10 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ),
     )
     o2_flags = tuple("-O2" if f == "-O3" else f for f in pipeline.compilation.step.flags)
-    o2 = CompiledBackend(
-        "c_cpu_O2",
-        allocators.NumPyBufferAllocator(),
-        attrs.evolve(
+    o2 = attrs.evolve(
+        base,
+        name="c_cpu_O2",
+        pipeline=attrs.evolve(
             pipeline,
             compilation=attrs.evolve(
                 pipeline.compilation, step=attrs.evolve(pipeline.compilation.step, flags=o2_flags)

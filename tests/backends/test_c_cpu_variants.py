@@ -32,7 +32,13 @@ from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
 
 import allocators  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
-from backends.c import CCompilation, CTranslation, c_cpu_pipeline, machine  # noqa: E402
+from backends.c import (  # noqa: E402
+    CCompilation,
+    CTranslation,
+    c_cpu_pipeline,
+    compile_time_args,
+    machine,
+)
 from backends.c.variants import Choice  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
 from pipeline.caching import open_entry, seal_entry  # noqa: E402
@@ -46,7 +52,10 @@ def private_backend(
 ) -> CompiledBackend:
     compilation = CCompilation(str(cache / "c"), compiler=str(compiler.path))
     pipeline = c_cpu_pipeline(cache, compilation=compilation, translation=translation)
-    return CompiledBackend("c_cpu_variants", allocators.NumPyBufferAllocator(), pipeline)
+    return CompiledBackend(
+        "c_cpu_variants", allocators.NumPyBufferAllocator(), pipeline,
+        compile_time_args=compile_time_args,
+    )
 
 
 def notes(text: str) -> dict[str, str]:

@@ -1,7 +1,11 @@
 """The compiled CPU backend: C with OpenMP, one plain-C shared object per program, called
 through one launcher extension per machine and interpreter (``backends.c.launcher``).
 
-``c_cpu_pipeline()`` composes the four steps; ``backends.c_cpu`` is the named instance.
+``c_cpu_pipeline()`` composes the four steps and ``compile_time_args`` is what its executables
+are specialized for (unit strides and inner extents); ``backends.c_cpu`` is the named
+instance, ``CompiledBackend("c_cpu", allocator, c_cpu_pipeline(...),
+compile_time_args=compile_time_args)``. With the default ``unit_strides`` instead, the same
+pipeline builds one executable per stride signature whose inner extents are runtime values.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
 from backends.c.launcher import Launcher
 from backends.c.loading import CLoading, CompiledProgram, DamagedArtifactError
+from backends.c.specialization import compile_time_args
 from backends.c.translation import C_SOURCE, CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
@@ -34,6 +39,7 @@ __all__ = [
     "Tuning",
     "Variant",
     "c_cpu_pipeline",
+    "compile_time_args",
 ]
 
 CPipeline = CompilePipeline[ProgramSource, CompiledArtifact, CompiledProgram]

@@ -110,6 +110,13 @@ def _stencil_checks(
                 )
     empty = " || ".join(f"hi{index}[{i}] <= lo{index}[{i}]" for i in range(len(dims)))
     lines.append(f"        run{index} = !({empty or '0'});")
+    if code.inner_extent is not None:
+        # The code runs for one inner extent only (backends.c.specialization).
+        last = len(dims) - 1
+        lines.append(
+            f"        if (run{index} && hi{index}[{last}] - lo{index}[{last}] != "
+            f"{code.inner_extent}) return 1;"
+        )
     lines.append(f"        if (run{index}) {{")
     for extent in stencil.extents:
         for axis, bound in enumerate(extent.dims):

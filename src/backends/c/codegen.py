@@ -63,6 +63,8 @@ class StencilCode:
         helpers: the shared C helpers its text calls (``scratch.SCRATCH_C``,
             ``streaming.STREAMING_C``), which its translation unit defines once, before the
             stencils: each one is parsed on every cold build, so only where it is used.
+        inner_extent: None, or the only extent of the domain's innermost dimension the code
+            runs for (a compile-time constant): the check refuses a domain of another.
     """
 
     name: str
@@ -70,6 +72,7 @@ class StencilCode:
     text: str
     iteration_dims: tuple[str, ...]
     helpers: tuple[str, ...] = ()
+    inner_extent: int | None = None
 
 
 @attrs.frozen
@@ -150,8 +153,10 @@ class _StencilGenerator:
         prefetch_distance: int,
         streaming_min_bytes: int | None = None,
         rows: bool = False,
+        inner_extent: int | None = None,
     ) -> None:
         self.program = program
+        self.inner_extent = inner_extent
         self.stencil = stencil
         self.index = index
         self.unit_stride = unit_stride
@@ -604,9 +609,7 @@ class _StencilGenerator:
             "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
         )
         lines.append(f"{signature} {{")
-        lines += [
-            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
-        ]
+        lines += self._bounds()
         lines.append("    int failed = 0;")
         # Small domains skip OpenMP: entering a parallel region costs more than a small
         # stencil, and one tile covering the whole domain fits in cache anyway.
@@ -667,7 +670,9 @@ class _StencilGenerator:
         helpers = [SCRATCH_C] if temps else []
         if self.streamed:
             helpers.append(STREAMING_C)
-        return StencilCode(name, signature, "\n".join(lines), dims, tuple(helpers))
+        return StencilCode(
+            name, signature, "\n".join(lines), dims, tuple(helpers), self.inner_extent
+        )
 
     def _tile_function(self, function: str) -> list[str]:
         """The function ``function`` computing one tile (temporaries, then outputs)."""
@@ -682,9 +687,7 @@ class _StencilGenerator:
             f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
             "    (void)pf;",
         ]
-        lines += [
-            f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];" for i, d in enumerate(dims)
-        ]
+        lines += self._bounds()
         lines += [
             f"    const int64_t tb_{d} = tb[{i}], te_{d} = te[{i}];" for i, d in enumerate(outer)
         ]
@@ -720,6 +723,16 @@ class _StencilGenerator:
             # Streaming stores are weakly ordered: make them visible before the tile ends.
             lines.append("    if (nt) sf_stream_fence();")
         lines.append("}")
+        return lines
+
+    def _bounds(self) -> list[str]:
+        """``lo_<d>``/``hi_<d>``: the domain's bounds, with ``hi`` of the inner dimension a
+        constant distance from ``lo`` when the extent is fixed (the check refuses others)."""
+        inner = self.dims[-1]
+        lines = []
+        for i, d in enumerate(self.dims):
+            high = f"lo_{d} + {self.inner_extent}" if d == inner and self.inner_extent else f"hi[{i}]"
+            lines.append(f"    const int64_t lo_{d} = lo[{i}], hi_{d} = {high};")
         return lines
 
     def _tile_loop(self, indent: str, pragma: str, call: str) -> list[str]:
@@ -874,6 +887,7 @@ def generate_stencil(
     prefetch_distance: int = 4,
     streaming_min_bytes: int | None = None,
     rows: bool = False,
+    inner_extent: int | None = None,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``stencil`` over a domain.
 
@@ -882,7 +896,10 @@ def generate_stencil(
     ``prefetch_distance``: how many sweep positions ahead rows are prefetched on the parallel
     path (0: no prefetching). ``streaming_min_bytes``: None, or the outputs' size over the
     domain from which the parallel path writes them with streaming stores (the outputs that
-    are contiguous along the inner dimension and not read by the stencil).
+    are contiguous along the inner dimension and not read by the stencil). ``inner_extent``:
+    None, or the domain's extent along the inner dimension, compiled in as a constant
+    (``backends.c.specialization``; ``StencilCode.inner_extent`` tells the check to refuse
+    any other).
     """
     return _StencilGenerator(
         program,
@@ -895,4 +912,5 @@ def generate_stencil(
         prefetch_distance=prefetch_distance,
         streaming_min_bytes=streaming_min_bytes,
         rows=rows,
+        inner_extent=inner_extent,
     ).generate()

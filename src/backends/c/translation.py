@@ -19,6 +19,7 @@ from backends.c import (
     machine,
     runtime,
     scratch,
+    specialization,
     streaming,
     sweeps,
     units,
@@ -54,6 +55,7 @@ _GENERATOR_VERSION = source_digest(
     launch_abi,
     runtime,
     scratch,
+    specialization,
     streaming,
     sweeps,
     units,
@@ -189,16 +191,18 @@ class CTranslation:
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         ir: ProgramIR = program.ir
         unit = unit_stride_flags(ir, program.compile_time_args)
+        extents = specialization.inner_extents(ir, program.compile_time_args)
         stencils = []
         choices = []
         for index, stencil in enumerate(ir.stencils):
-            code, choice = self._generate(ir, stencil, index, unit)
+            code, choice = self._generate(ir, stencil, index, unit, extents)
             stencils.append((stencil, code))
             choices.append(choice)
         # What the code depends on: the options as given and the choices made, not where
         # the choice records live nor the figures a measurement found.
         decisions = [None if choice is None else choice.decision() for choice in choices]
-        key = fingerprint((ir, sorted(unit.items()), self._options(), decisions))[:16]
+        fixed = [code.inner_extent for _, code in stencils]
+        key = fingerprint((ir, sorted(unit.items()), self._options(), decisions, fixed))[:16]
         module_name = f"sf_{ir.name}_{key}"
         helpers = dict.fromkeys(helper for _, code in stencils for helper in code.helpers)
         used = "\n".join([*helpers, *(code.text for _, code in stencils)])
@@ -242,7 +246,12 @@ class CTranslation:
         return last_level_cache_bytes() // 2
 
     def _generate(
-        self, ir: ProgramIR, stencil: Stencil, index: int, unit: dict[str, bool]
+        self,
+        ir: ProgramIR,
+        stencil: Stencil,
+        index: int,
+        unit: dict[str, bool],
+        extents: dict[str, int],
     ) -> tuple[StencilCode, Choice | None]:
         if plan_sweeps(stencil) is not None:
             code = generate_sweep(
@@ -272,6 +281,7 @@ class CTranslation:
                 self._streaming_min_bytes() if choice.variant.streaming_stores else None
             ),
             rows=choice.variant.temporary_rows,
+            inner_extent=specialization.stencil_inner_extent(ir, stencil, extents),
         )
         note = f"/* {code.name} ({stencil.operator_name}): {choice.describe()} */"
         return attrs.evolve(code, text=f"{note}\n{code.text}"), choice
