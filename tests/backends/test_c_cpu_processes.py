@@ -38,7 +38,7 @@ from c_programs.worker import SHAPE  # noqa: E402
 
 import allocators  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
-from backends.c import CCompilation, c_cpu_pipeline  # noqa: E402
+from backends.c import CCompilation, c_cpu_pipeline, compile_time_args  # noqa: E402
 from backends.c.compilation import artifact_is_intact  # noqa: E402
 from pipeline import CachedStep  # noqa: E402
 
@@ -83,7 +83,10 @@ def in_process_backend(cache: Path, compiler: CompilerWrapper, name: str) -> Com
     """A new backend object over ``cache``, configured like the workers' ``backends.c_cpu``."""
     compilation = CCompilation(str(cache / "c"), compiler=str(compiler.path))
     return CompiledBackend(
-        name, allocators.NumPyBufferAllocator(), c_cpu_pipeline(cache, compilation=compilation)
+        name,
+        allocators.NumPyBufferAllocator(),
+        c_cpu_pipeline(cache, compilation=compilation),
+        compile_time_args=compile_time_args,
     )
 
 
@@ -269,10 +272,10 @@ def test_an_object_damaged_after_validation_is_rebuilt_when_loading_fails(cache,
 
     compilation = backend.pipeline.compilation
     assert isinstance(compilation, CachedStep)
-    racy = CompiledBackend(
-        "c_cpu_racy",
-        allocators.NumPyBufferAllocator(),
-        attrs.evolve(
+    racy = attrs.evolve(
+        backend,
+        name="c_cpu_racy",
+        pipeline=attrs.evolve(
             backend.pipeline, compilation=attrs.evolve(compilation, validate=racy_validate)
         ),
     )
