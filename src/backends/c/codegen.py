@@ -39,7 +39,7 @@ import attrs
 from backends.c.addressing import element_offset, output_stores
 from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.c.scratch import SCRATCH_C
-from backends.c.streaming import STREAMING_C
+from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
 from backends.loops import StencilLayout
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
@@ -60,8 +60,8 @@ class StencilCode:
         signature: its declaration (without the ``;``), for the unit that calls it.
         text: its definition and the helpers it needs.
         iteration_dims: the dimensions of its domain, outermost first.
-        helpers: the shared C helpers its text calls (``scratch.SCRATCH_C``,
-            ``streaming.STREAMING_C``), which its translation unit defines once, before the
+        helpers: the shared C helpers its text calls (``scratch.SCRATCH_C``, the
+            ``streaming`` texts), which its translation unit defines once, before the
             stencils: each one is parsed on every cold build, so only where it is used.
         inner_extent: None, or the only extent of the domain's innermost dimension the code
             runs for (a compile-time constant): the check refuses a domain of another.
@@ -520,12 +520,22 @@ class _StencilGenerator:
         inner = self.dims[-1]
         start, stop = f"lo_{inner} + {reach[0]}", f"hi_{inner} + {reach[1]}"
         if self.streamed and self._store_outputs in emits:
-            outer_lines = [
-                f"{indent}for (int64_t c_{inner} = {start}; c_{inner} < {stop}; "
-                f"c_{inner} += {STREAM_CHUNK}) {{",
-                f"{indent}    const int64_t e_{inner} = c_{inner} + {STREAM_CHUNK} < {stop} ? "
-                f"c_{inner} + {STREAM_CHUNK} : {stop};",
-            ]
+            extent = self.inner_extent
+            if extent is not None and extent + reach[1] - reach[0] <= STREAM_CHUNK:
+                # One chunk: gcc does not see that the loop runs once, and would vectorize
+                # its body for any trip count (with epilogues), a third of hdiff's build.
+                outer_lines = [
+                    f"{indent}{{",
+                    f"{indent}    const int64_t c_{inner} = {start};",
+                    f"{indent}    const int64_t e_{inner} = {stop};",
+                ]
+            else:
+                outer_lines = [
+                    f"{indent}for (int64_t c_{inner} = {start}; c_{inner} < {stop}; "
+                    f"c_{inner} += {STREAM_CHUNK}) {{",
+                    f"{indent}    const int64_t e_{inner} = c_{inner} + {STREAM_CHUNK} < {stop} ? "
+                    f"c_{inner} + {STREAM_CHUNK} : {stop};",
+                ]
             # Without nt the chunk goes straight to the output: a small domain pays no copy.
             targets = [
                 f"{indent}    {C_TYPES[self._field_type(name).dtype]}* restrict w_{name} = "
@@ -669,7 +679,7 @@ class _StencilGenerator:
         lines.append("}")
         helpers = [SCRATCH_C] if temps else []
         if self.streamed:
-            helpers.append(STREAMING_C)
+            helpers += [STREAM_FENCE_C, STREAM_ROW_C]
         return StencilCode(
             name, signature, "\n".join(lines), dims, tuple(helpers), self.inner_extent
         )
@@ -810,7 +820,7 @@ class _StencilGenerator:
         return f"(tile[{self.dims.index(dim)}] + {grow})"
 
     def _release(self, temps: Sequence[_Temporary], indent: str) -> list[str]:
-        return [f"{indent}if (sf_owned) free(sf_block);"] if temps else []
+        return [f"{indent}if (sf_owned) sf_scratch_free(sf_block);"] if temps else []
 
     def _temporary_store(self, temp: _Temporary, shift: Offsets) -> _Emit:
         """Computes ``temp`` at the sweep position moved by ``shift`` into its buffer."""

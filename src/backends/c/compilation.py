@@ -24,7 +24,7 @@ from pathlib import Path
 import attrs
 
 from backends.build_cache import BuildCache, BuildSpace
-from backends.c import units
+from backends.c import support, units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
 from pipeline.caching import ensure_private_directory, package_version
@@ -207,7 +207,8 @@ class CCompilation:
             self.command_flags,
             compiler_identity(self.compiler, self.build_directory),
             package_version(),
-            source_digest(sys.modules[__name__], units),
+            source_digest(sys.modules[__name__], units, support),
+            fingerprint_bytes(support.SUPPORT_C.encode()),  # linked into every build
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
@@ -240,8 +241,9 @@ class CCompilation:
         shared: bool = True,
     ) -> Path:
         """Compile the translation units of ``text`` in ``workdir`` with this compilation's
-        flags and link them into ``output``: a shared object, or with ``shared=False`` an
-        executable. Returns ``output``.
+        flags and link them, with the support object (``backends.c.support``), into
+        ``output``: a shared object, or with ``shared=False`` an executable. Returns
+        ``output``.
 
         Raises:
             CompilationError: the compiler failed (naming ``program`` and where the sources
@@ -254,7 +256,7 @@ class CCompilation:
         flags = self.command_flags
         link = flags if shared else tuple(flag for flag in flags if flag != "-shared")
         # A program finds libm in the Python process that loads it; an executable links it.
-        libraries = () if shared else ("-lm",)
+        libraries = (str(self.support_object(workdir)), *(() if shared else ("-lm",)))
         if len(files) == 1:
             _run_all(program, [[self.compiler, *link, *includes, str(files[0]), "-o", str(output), *libraries]])
         else:
@@ -270,6 +272,25 @@ class CCompilation:
             )
             _run_all(program, [[self.compiler, *link, *objects, "-o", str(output), *libraries]])
         return output
+
+
+    def support_object(self, workdir: Path) -> Path:
+        """A checked copy, in ``workdir``, of the support object these flags build (built
+        and published in the build cache the first time).
+
+        Raises:
+            CompilationError: the compiler failed.
+        """
+        key = fingerprint((self, support.SUPPORT_C))[:24]
+
+        def compile_object(source: Path, output: Path) -> None:
+            flags = [flag for flag in self.command_flags if flag != "-shared"]
+            _run_all("the C support object", [[self.compiler, *flags, "-c", str(source), "-o", str(output)]])
+
+        # Beside the programs' builds, not among them: no cache entry names it, and the
+        # cache's inventory, pruning and clearing are about programs.
+        cache = BuildCache(Path(self.build_directory) / "support")
+        return support.copy_into(workdir, cache, key, compile_object)
 
 
 def _run_all(program: str, commands: list[list[str]]) -> None:

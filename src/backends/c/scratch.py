@@ -6,14 +6,29 @@ threshold come back from the kernel as fresh pages, so every call page-faults th
 kept per thread, grown when a call needs more, is faulted in once. It lives in thread-specific
 storage with a destructor, so a thread that exits frees its block; when no thread-specific key
 can be created (a process has a limited number), calls fall back to a block of their own.
-The helper brings the headers it needs: a unit without temporaries does not parse them.
+
+The definitions (``SCRATCH_SUPPORT_C``) are compiled once, into the support object every
+program links (``backends.c.support``); a unit that uses them holds only the declarations
+(``SCRATCH_C``), so it parses neither ``<pthread.h>`` nor ``<stdlib.h>``.
 """
 
 from __future__ import annotations
 
-__all__ = ["SCRATCH_C"]
+__all__ = ["SCRATCH_C", "SCRATCH_SUPPORT_C"]
 
+#: What a unit that uses scratch blocks declares (the support object defines them).
 SCRATCH_C = """
+#include <stddef.h>
+/* At least `bytes` of 64-byte aligned scratch (NULL when out of memory). With *owned == 0 the
+   block belongs to the calling thread and is reused by its next calls; with *owned == 1 the
+   caller must release it with sf_scratch_free. */
+__attribute__((visibility("hidden"))) char* sf_scratch(size_t bytes, int* owned);
+__attribute__((visibility("hidden"))) void sf_scratch_free(char* block);
+static inline size_t sf_round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+"""
+
+#: The definitions, in the support object.
+SCRATCH_SUPPORT_C = """
 #include <pthread.h>
 #include <stdlib.h>
 typedef struct { char* data; size_t capacity; } sf_scratch_block;
@@ -28,12 +43,8 @@ static void sf_scratch_release(void* block) {
 static void sf_scratch_create_key(void) {
     sf_scratch_key_ready = pthread_key_create(&sf_scratch_key, sf_scratch_release) == 0;
 }
-static inline size_t sf_round64(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* At least `bytes` of 64-byte aligned scratch (NULL when out of memory). With *owned == 0 the
-   block belongs to the calling thread and is reused by its next calls; with *owned == 1 the
-   caller must free it. */
-static char* sf_scratch(size_t bytes, int* owned) {
+char* sf_scratch(size_t bytes, int* owned) {
     void* fresh = NULL;
     *owned = 0;
     if (bytes == 0) bytes = 64;
@@ -57,4 +68,6 @@ static char* sf_scratch(size_t bytes, int* owned) {
     }
     return block->data;
 }
+
+void sf_scratch_free(char* block) { free(block); }
 """

@@ -38,7 +38,7 @@ import numpy as np
 from backends.c.codegen import StencilCode, _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.c.scratch import SCRATCH_C
-from backends.c.streaming import STREAMING_C
+from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.types import FieldType, float64
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
@@ -400,12 +400,12 @@ class _SweepGenerator(_StencilGenerator):
             lines.append("            sf_stream_fence();")
         lines.append("        }")
         lines += [
-            "        if (sf_owned) free(sf_block);",
+            "        if (sf_owned) sf_scratch_free(sf_block);",
             "    }",
             "    return failed ? -1 : 0;",
             "}",
         ]
-        helpers = (SCRATCH_C, STREAMING_C) if self.staged else (SCRATCH_C,)
+        helpers = (SCRATCH_C, STREAM_FENCE_C, STREAM_STORES_C) if self.staged else (SCRATCH_C,)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
     def _pass(

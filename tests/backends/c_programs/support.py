@@ -21,7 +21,8 @@ TESTS_BACKENDS = Path(__file__).resolve().parent.parent
 _WRAPPER = """\
 #!/bin/sh
 # A C compiler that logs every invocation, for the c_cpu tests. Translation units compiled
-# on their own (-c) are logged as "unit"; the link of a variant measurement's executable as
+# on their own (-c) are logged as "unit" (the support object, once per cache and flags, as
+# "support"); the link of a variant measurement's executable as
 # "measure"; the build of the launcher (once per launcher directory) as "launcher"; builds
 # of a program (the link, or one command that compiles and links) as "compile"; everything else (--version, target queries) as "probe". Around a build it
 # creates compile-started / compile-finished next to itself and
@@ -29,6 +30,9 @@ _WRAPPER = """\
 # mid-build.
 here=$(dirname "$0")
 case " $* " in
+  *"/sf_support.c "*)
+    echo "support $$ $*" >> "$here/cc.log"
+    exec {compiler} "$@" ;;
   *" -c "*)
     echo "unit $$ $*" >> "$here/cc.log"
     exec {compiler} "$@" ;;
@@ -69,8 +73,8 @@ class CompilerWrapper:
         self.log.touch()
 
     def lines(self, kind: str) -> list[str]:
-        """Logged invocations of ``kind`` (``"compile"``, ``"unit"``, ``"measure"``,
-        ``"launcher"`` or ``"probe"``)."""
+        """Logged invocations of ``kind`` (``"compile"``, ``"unit"``, ``"support"``,
+        ``"measure"``, ``"launcher"`` or ``"probe"``)."""
         return [line for line in self.log.read_text().splitlines() if line.startswith(kind + " ")]
 
     @property
