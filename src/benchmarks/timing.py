@@ -7,13 +7,18 @@ stable where two measurements taken minutes apart are not.
 
 Calls that are compared with each other (a backend, the NumPy reference and the peers on one
 workload and size) are timed together by ``time_in_rounds``: a few samples of each in turn,
-round after round, in rotated order, so that a slow moment of the machine falls on all of
-them alike instead of on whichever happened to run then.
+round after round, in a shuffled order, so that a slow moment of the machine falls on all of
+them alike instead of on whichever happened to run then. The order changes every round because
+a call's predecessor matters: OpenMP worker threads spin for milliseconds after a parallel
+call returns, taking a core from whatever runs next. Rotated by one, the order gave each call
+the same predecessor in every round, and on a 2-core machine the row timed after a parallel
+backend was 1.5x slower than the same row timed after a serial one.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -95,7 +100,8 @@ def time_in_rounds(
 ) -> list[Timing | Exception]:
     """Time ``repeat`` samples of each of ``calls``, in ``rounds`` rounds (fewer when
     ``repeat`` is smaller): each round takes its share of every call's samples, one call
-    after another, the order rotated by one each round. Samples are batched as in
+    after another, in an order shuffled anew each round (seeded by the round's number, so
+    that runs are alike: see the module's docstring for why). Samples are batched as in
     ``time_calls`` (each call's batch size calibrated once, before the first round), and
     ``reference`` is timed right before every sample.
 
@@ -117,8 +123,7 @@ def time_in_rounds(
     for turn in range(rounds):
         # Round ``turn`` brings every call up to its share of ``repeat`` samples so far.
         target = repeat * (turn + 1) // rounds
-        for offset in range(len(calls)):
-            index = (turn + offset) % len(calls)
+        for index in _round_order(len(calls), turn):
             try:
                 while results[index] is None and len(seconds[index]) < target:
                     if reference is not None:
@@ -132,6 +137,12 @@ def time_in_rounds(
             results, seconds, reference_seconds, strict=True
         )
     ]
+
+
+def _round_order(count: int, turn: int) -> list[int]:
+    order = list(range(count))
+    random.Random(turn).shuffle(order)
+    return order
 
 
 def _summary(seconds: list[float], reference_seconds: list[float]) -> Timing:

@@ -70,22 +70,35 @@ def _long_call(name: str, events: list[str]) -> TimedCall:
     return TimedCall(call)
 
 
-def test_calls_timed_in_rounds_take_turns_in_rotated_order():
+def test_calls_timed_in_rounds_take_turns_in_an_order_that_changes_every_round():
     events: list[str] = []
-    calls = [_long_call(name, events) for name in "abc"]
-    timings = time_in_rounds(calls, repeat=6, rounds=3)
-    assert [t.samples for t in timings if isinstance(t, Timing)] == [6, 6, 6]
-    timed = events[3:]  # after one calibration call each
-    assert events[:3] == ["a", "b", "c"]
-    # Each round gives every call two samples; the first call of a round moves on by one.
-    assert timed == list("aabbcc" + "bbccaa" + "ccaabb")
+    calls = [_long_call(name, events) for name in "abcd"]
+    timings = time_in_rounds(calls, repeat=16, rounds=8)
+    assert [t.samples for t in timings if isinstance(t, Timing)] == [16] * 4
+    assert events[:4] == ["a", "b", "c", "d"]  # one calibration call each
+    rounds = ["".join(events[4 + 8 * turn : 12 + 8 * turn]) for turn in range(8)]
+    # Each round gives every call two samples in a row, in that round's order.
+    for order in rounds:
+        assert sorted(order) == sorted("aabbccdd")
+        assert all(order[2 * k] == order[2 * k + 1] for k in range(4))
+    # The orders differ, so no call always follows the same neighbour (a parallel backend's
+    # spinning threads would slow down only the row timed after it).
+    assert len(set(rounds)) > 1
+    timed = "".join(rounds)
+    for name in "abcd":
+        predecessors = {timed[i - 1] for i in range(1, len(timed)) if timed[i] == name}
+        assert len(predecessors - {name}) >= 2, (name, timed)
+    # Seeded by the round's number: a second run takes the same turns.
+    time_in_rounds(calls, repeat=16, rounds=8)
+    assert "".join(events[72:]) == timed
 
 
 def test_a_reference_is_timed_before_every_sample_of_every_call_in_rounds():
     events: list[str] = []
     calls = [_long_call(name, events) for name in "ab"]
     timings = time_in_rounds(calls, repeat=2, reference=lambda: events.append("copy"), rounds=2)
-    assert events[2:] == ["copy", "a", "copy", "b", "copy", "b", "copy", "a"]
+    assert events[2:].count("copy") == 4
+    assert all(events[i] == "copy" for i in range(2, len(events), 2))  # before every sample
     assert all(isinstance(t, Timing) and t.reference is not None for t in timings)
     assert [t.reference.samples for t in timings if isinstance(t, Timing) and t.reference] == [2, 2]
 
