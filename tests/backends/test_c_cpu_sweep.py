@@ -25,6 +25,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
+from backends.c.units import split_units  # noqa: E402
 from c_programs import stencils  # noqa: E402
 from c_programs.support import GeneratedModules  # noqa: E402
 from threaded_calls import calls_agree_across_threads  # noqa: E402
@@ -161,11 +162,18 @@ def test_chains_of_shifted_temporaries_agree_exactly_with_embedded_numpy(
             np.testing.assert_array_equal(out, expected, err_msg=f"{backend.name}: {chain}")
 
 
-def _inner_loops(source: str) -> list[str]:
-    """The bodies of the ``#pragma omp simd`` loops of the first stencil's tile function."""
+#: What precedes each inner loop: ``omp simd``, or for a loop at the tile's edges, beside
+#: a fused loop, ``ivdep`` and ``unroll 1``.
+_INNER_LOOP = re.compile(r"#pragma omp simd|#pragma GCC ivdep\s*#pragma GCC unroll 1")
+
+
+def _inner_loops(source: str, pragma: str | None = None) -> list[str]:
+    """The bodies of the inner loops of the first stencil's tile function (those preceded
+    by ``pragma`` when given)."""
     tile = source[source.index("sf_stencil_0_tile(") : source.index("int sf_stencil_0(")]
     bodies = []
-    for part in tile.split("#pragma omp simd")[1:]:
+    marker = re.compile(re.escape(pragma)) if pragma is not None else _INNER_LOOP
+    for part in marker.split(tile)[1:]:
         lines = part.splitlines()
         # Body lines are single statements: the first line that is only a brace ends the loop.
         end = next(i for i, line in enumerate(lines) if i > 1 and line.strip() == "}")
@@ -207,6 +215,45 @@ def test_hdiff_stores_its_output_only_in_the_fused_loop(rows):
     stores = [body for body in _inner_loops(source.text) if output_store.search(body)]
     assert len(stores) == 1
     assert re.search(r"\bt_lap_field\[[^\]]*\] = ", stores[0])
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["tile_buffers", "temporary_rows"])
+def test_the_edge_loops_are_a_function_of_their_own_in_a_second_unit(rows):
+    # The second unit compiles at the same time as the first, and its loops stay loops:
+    # with a compile-time inner extent gcc would unroll them completely, which for hdiff was
+    # a fifth of its build, for a few percent of its points (ADR 0018).
+    inp = np.zeros((40, 37, 16))
+    pipeline = _with_temporaries().pipeline.evolve_step("translation", temporary_rows=rows)
+    backend = attrs.evolve(backends.c_cpu, name="c_cpu_edges", pipeline=pipeline)
+    text = stencils.hdiff_program.with_backend(backend).lower(inp, 0.1, inp.copy()).as_text()
+    (name, main), (edges_name, edges) = split_units(text, "unused")
+    assert edges_name == f"{name}_edges"
+    assert "hi_K = lo_K + 16" in main  # the extent is a constant, as in the harness
+    # The tile runs the fused loop where every statement is active, else calls the edges.
+    simd = _inner_loops(main, "#pragma omp simd")
+    assert len(simd) == 1 and re.search(r"\bp_out\[[^\]]*\] = ", simd[0])
+    assert len(_inner_loops(main)) == 1
+    assert re.search(r"\} else \{\n\s*sf_stencil_0_edges\(a, lo, hi, tile, tb, te, x_I, x_J, ", main)
+    # The edge function: the loops of lap, flx and fly, where the tile's reach needs them.
+    start = edges.index("void sf_stencil_0_edges(")
+    definition = edges[start : edges.index("\n}\n", start)]
+    loops = re.split(r"#pragma GCC ivdep\s*#pragma GCC unroll 1", definition)[1:]
+    assert len(loops) == 3 and "#pragma omp simd" not in definition
+    assert [bool(re.search(rf"\bt_{t}\[[^\]]*\] = ", loop)) for loop, t in zip(
+        loops, ("lap_field", "flx", "fly"), strict=True
+    )] == [True, True, True]
+    assert not any(re.search(r"\b[pw]_out\[", loop) for loop in loops)
+    # The descriptor, with check and run, goes with the edges: the two units about even.
+    assert "sf_program_descriptor" in edges and "sf_program_descriptor" not in main
+    assert "sf_check" not in main
+
+
+def test_a_stencil_without_locals_has_no_edge_loops():
+    inp = np.zeros((12, 12, 16))
+    pipeline = backends.c_cpu.pipeline.evolve_step("translation", temporaries=False)
+    backend = attrs.evolve(backends.c_cpu, name="c_cpu_recompute", pipeline=pipeline)
+    text = stencils.hdiff_program.with_backend(backend).lower(inp, 0.1, inp.copy()).as_text()
+    assert "#pragma GCC unroll" not in text and len(_inner_loops(text)) >= 1
 
 
 def test_a_temporary_read_along_the_inner_dimension_gets_loops_of_its_own():

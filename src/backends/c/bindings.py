@@ -24,6 +24,8 @@ import numpy as np
 from backends.c.codegen import StencilCode
 from backends.c.expressions import C_TYPES
 from backends.c.launch_abi import DESCRIPTOR_C, DESCRIPTOR_SYMBOL, DTYPE_CODES
+from backends.c.runtime import runtime_for
+from backends.c.units import join_units
 from pipeline.arguments import overlap_pairs
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType, ScalarType
@@ -214,17 +216,31 @@ def generate_module(
     unit_stride: Mapping[str, bool],
     runtime: str,
 ) -> str:
-    """The complete C source of the program ``module_name``: one translation unit of plain C
-    (``runtime``, the stencil functions and the descriptor), no Python or NumPy headers."""
-    return "\n".join(
-        [
-            runtime,
-            *argument_struct(program),
-            *(code.text for _, code in stencils),
-            DESCRIPTOR_C,
-            _SF_OVERLAP if any(overlap_pairs(stencil) for stencil, _ in stencils) else "",
-            *_descriptor(program, module_name, stencils, unit_stride),
-        ]
+    """The complete C source of the program ``module_name``, plain C without Python or NumPy
+    headers: ``runtime``, the stencil functions and the descriptor (with ``check`` and
+    ``run``) in one translation unit; or, where stencils have edge functions
+    (``StencilCode.edges``), two units that the compiler builds at the same time: the
+    stencils, and ``<module_name>_edges`` with the edge functions and the descriptor (the
+    two about even for hdiff: ADR 0018).
+    """
+    struct = argument_struct(program)
+    launch = [
+        DESCRIPTOR_C,
+        _SF_OVERLAP if any(overlap_pairs(stencil) for stencil, _ in stencils) else "",
+        *_descriptor(program, module_name, stencils, unit_stride),
+    ]
+    code = [code.text for _, code in stencils]
+    edges = [code.edges for _, code in stencils if code.edges]
+    if not edges:
+        return "\n".join([runtime, *struct, *code, *launch])
+    helpers = list(dict.fromkeys(h for _, code in stencils if code.edges for h in code.helpers))
+    declarations = [f"{code.signature};" for _, code in stencils]
+    rest = [*helpers, *struct, *edges, *declarations, *launch]
+    return join_units(
+        {
+            module_name: "\n".join([runtime, *struct, *code]),
+            f"{module_name}_edges": "\n".join([runtime_for("\n".join(rest)), *rest]),
+        }
     )
 
 

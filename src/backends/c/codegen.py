@@ -65,6 +65,9 @@ class StencilCode:
             stencils: each one is parsed on every cold build, so only where it is used.
         inner_extent: None, or the only extent of the domain's innermost dimension the code
             runs for (a compile-time constant): the check refuses a domain of another.
+        edges: the definition of ``<name>_edges`` (``text`` declares it and calls it), or
+            ``""``: the loops at a tile's edges, beside its fused loop. The program builds
+            it as a translation unit of its own, at the same time as the rest.
     """
 
     name: str
@@ -73,6 +76,7 @@ class StencilCode:
     iteration_dims: tuple[str, ...]
     helpers: tuple[str, ...] = ()
     inner_extent: int | None = None
+    edges: str = ""
 
 
 @attrs.frozen
@@ -455,8 +459,11 @@ class _StencilGenerator:
         lines += [f"{indent}        q += 64;", f"{indent}    }} while (q < pf_bytes);", f"{indent}}}"]
         return lines
 
-    def _sweep(self, plan: _Plan, indent: str) -> list[str]:
-        """Loops over the tile's outer points (plus reach) running the active statements."""
+    def _sweep(self, plan: _Plan, indent: str) -> tuple[list[str], list[str], bool]:
+        """Loops over the tile's outer points (plus reach) running the active statements,
+        the body of the edge function (``[]``: none) and whether it stores a streamed
+        output. Where a fused loop runs every statement, the positions at the tile's edges
+        call ``<name>_edges`` for the loops of the statements active there."""
         statements, fusable = plan.statements, plan.fusable
         outer = self.dims[:-1]
         first = {d: min(s.bounds[d][0] for s in statements) for d in outer}
@@ -476,14 +483,23 @@ class _StencilGenerator:
             for d in outer
         }
         everywhere = " && ".join(self._guard(inside, first, last))
+        edges = fusable and bool(everywhere)
+        # The edge function's loops are at its top level.
+        loop_pad = "    " if edges else pad
         separate: list[str] = []
+        streams = False
         for statement, guard in zip(statements, guards, strict=True):
-            if fusable and everywhere and statement.bounds == inside:
+            if edges and statement.bounds == inside:
                 # Active only where the fused loop runs: never at the edges (gcc does not
                 # see it, and would build the loop for nothing).
                 continue
-            loop = self._inner_loop(statement.inner, [statement.emit], pad + "    " * bool(guard))
-            separate += [f"{pad}if ({' && '.join(guard)}) {{", *loop, f"{pad}}}"] if guard else loop
+            streams |= bool(self.streamed) and statement.emit == self._store_outputs
+            loop = self._inner_loop(
+                statement.inner, [statement.emit], loop_pad + "    " * bool(guard), edge=edges
+            )
+            if guard:
+                loop = [f"{loop_pad}if ({' && '.join(guard)}) {{", *loop, f"{loop_pad}}}"]
+            separate += loop
         if not fusable:
             lines += separate
         elif not everywhere:
@@ -492,11 +508,11 @@ class _StencilGenerator:
             lines.append(f"{pad}if ({everywhere}) {{")
             lines += self._inner_loop((0, 0), [s.emit for s in statements], pad + "    ")
             lines.append(f"{pad}}} else {{")
-            lines += ["    " + line for line in separate]
+            lines.append(f"{pad}    {self._edges_call()}")
             lines.append(f"{pad}}}")
         for depth in reversed(range(len(outer))):
             lines.append(f"{indent}{'    ' * depth}}}")
-        return lines
+        return lines, separate if edges else [], streams and edges
 
     @staticmethod
     def _guard(
@@ -512,11 +528,14 @@ class _StencilGenerator:
                 conditions.append(f"x_{d} < te_{d} + {upper}")
         return conditions
 
-    def _inner_loop(self, reach: tuple[int, int], emits: Sequence[_Emit], indent: str) -> list[str]:
+    def _inner_loop(
+        self, reach: tuple[int, int], emits: Sequence[_Emit], indent: str, edge: bool = False
+    ) -> list[str]:
         """One inner-dimension loop computing ``emits`` in order at every point; with
         streamed outputs among them, in chunks of ``STREAM_CHUNK`` points, each chunk's
         output rows written out of their buffers after its loop when ``nt`` (else computed
-        in place)."""
+        in place). ``edge``: the loop runs only at the tile's edges, beside a fused loop
+        (see ``_simd_loop``)."""
         inner = self.dims[-1]
         start, stop = f"lo_{inner} + {reach[0]}", f"hi_{inner} + {reach[1]}"
         if self.streamed and self._store_outputs in emits:
@@ -542,7 +561,7 @@ class _StencilGenerator:
                 f"nt ? o_{name} : p_{name} + {self._row_offset(name)};"
                 for name in self.streamed
             ]
-            loop = self._simd_loop(f"c_{inner}", f"e_{inner}", emits, indent + "    ")
+            loop = self._simd_loop(f"c_{inner}", f"e_{inner}", emits, indent + "    ", edge)
             writes = [
                 f"{indent}    if (nt) sf_stream_row(p_{name} + "
                 f"{self._row_offset(name)}, o_{name}, "
@@ -550,7 +569,7 @@ class _StencilGenerator:
                 for name in self.streamed
             ]
             return [*outer_lines, *targets, *loop, *writes, f"{indent}}}"]
-        return self._simd_loop(start, stop, emits, indent)
+        return self._simd_loop(start, stop, emits, indent, edge)
 
     def _row_offset(self, name: str) -> str:
         """The offset of streamed output ``name`` at the sweep position, chunk start."""
@@ -559,13 +578,18 @@ class _StencilGenerator:
         return "(" + " + ".join([*terms, f"c_{inner}"]) + ")"
 
     def _simd_loop(
-        self, start: str, stop: str, emits: Sequence[_Emit], indent: str
+        self, start: str, stop: str, emits: Sequence[_Emit], indent: str, edge: bool = False
     ) -> list[str]:
         inner = self.dims[-1]
+        # No iteration depends on another (outputs never alias inputs: checked at the call),
+        # so skip gcc's alias versioning and peeling on short rows. An edge loop stays a
+        # loop: with a compile-time inner extent gcc would unroll it completely, which for
+        # hdiff's three edge loops was a fifth of the unit's build (ADR 0018), for loops
+        # that run at a few percent of the points and took the same time in cache as loops.
+        # (gcc accepts no `unroll` next to `omp simd`; `ivdep` says the same to it here.)
+        pragmas = ["#pragma GCC ivdep", "#pragma GCC unroll 1"] if edge else ["#pragma omp simd"]
         lines = [
-            # No iteration depends on another (outputs never alias inputs: checked at the
-            # call), so skip gcc's alias versioning and peeling on short rows.
-            f"{indent}#pragma omp simd",
+            *(indent + pragma for pragma in pragmas),
             f"{indent}for (int64_t x_{inner} = {start}; x_{inner} < {stop}; ++x_{inner}) {{",
         ]
         body = ExpressionEmitter(self.read, indent + "    ", index=_loop_index)
@@ -610,7 +634,7 @@ class _StencilGenerator:
         name = f"sf_stencil_{self.index}"
         temps = list(self.temporaries.values())
         temp_args = "".join(f", t_{t.name}" for t in temps)
-        lines = self._tile_function(f"{name}_tile")
+        lines, edges = self._tile_function(f"{name}_tile")
         n_outer = max(1, len(outer))
         points = " * ".join(f"(hi_{d} - lo_{d})" for d in dims)
         # Hidden: called from the program's own run function, never from outside the object.
@@ -681,23 +705,68 @@ class _StencilGenerator:
         if self.streamed:
             helpers += [STREAM_FENCE_C, STREAM_ROW_C]
         return StencilCode(
-            name, signature, "\n".join(lines), dims, tuple(helpers), self.inner_extent
+            name, signature, "\n".join(lines), dims, tuple(helpers), self.inner_extent, edges
         )
 
-    def _tile_function(self, function: str) -> list[str]:
-        """The function ``function`` computing one tile (temporaries, then outputs)."""
-        dims = self.dims
-        outer, inner = dims[:-1], dims[-1]
+    def _tile_function(self, function: str) -> tuple[list[str], str]:
+        """The function ``function`` computing one tile (temporaries, then outputs), and the
+        definition of the edge function it calls (``""``: none)."""
         temps = list(self.temporaries.values())
-        temp_params = "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
         streaming = ", const int nt" if self.streamed else ""
         lines = [
             f"SF_NOCLONE __attribute__((noinline)) static void {function}(const sf_args* restrict a, "
             "const int64_t* lo, const int64_t* hi, const int64_t* tile, const int64_t* tb, "
-            f"const int64_t* te, const int pf{streaming}{temp_params}) {{",
+            f"const int64_t* te, const int pf{streaming}{self._temp_params(temps)}) {{",
             "    (void)pf;",
         ]
-        lines += self._bounds()
+        lines += self._tile_prologue(temps)
+        plan = self._plan_sweep()
+        if plan.prefetches:
+            lines += self._prefetch_bytes(plan.prefetches)
+        sweep, edge_loops, edges_stream = self._sweep(plan, "    ")
+        lines += sweep
+        if self.streamed:
+            # Streaming stores are weakly ordered: make them visible before the tile ends.
+            lines.append("    if (nt) sf_stream_fence();")
+        lines.append("}")
+        if not edge_loops:
+            return lines, ""
+        edges = [
+            f"{self._edges_signature(temps)} {{",
+            *self._tile_prologue(temps, streamed=edges_stream),
+            *edge_loops,
+            "}",
+        ]
+        return [f"{self._edges_signature(temps)};", *lines], "\n".join(edges)
+
+    @staticmethod
+    def _temp_params(temps: Sequence[_Temporary]) -> str:
+        return "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
+
+    def _edges_signature(self, temps: Sequence[_Temporary]) -> str:
+        """The edge function: the statements active at one sweep position ``x_<d>`` of
+        the tile's edges. Not inlined into the tile (it is meant for a unit of its own)."""
+        positions = "".join(f", const int64_t x_{d}" for d in self.dims[:-1])
+        streaming = ", const int nt" if self.streamed else ""
+        return (
+            'SF_NOCLONE __attribute__((noinline, visibility("hidden"))) void '
+            f"{self._name}_edges(const sf_args* restrict a, const int64_t* lo, "
+            "const int64_t* hi, const int64_t* tile, const int64_t* tb, const int64_t* te"
+            f"{positions}{streaming}{self._temp_params(temps)})"
+        )
+
+    def _edges_call(self) -> str:
+        positions = "".join(f", x_{d}" for d in self.dims[:-1])
+        streaming = ", nt" if self.streamed else ""
+        temps = "".join(f", t_{t.name}" for t in self.temporaries.values())
+        return f"{self._name}_edges(a, lo, hi, tile, tb, te{positions}{streaming}{temps});"
+
+    def _tile_prologue(self, temps: Sequence[_Temporary], streamed: bool = True) -> list[str]:
+        """The tile's bounds, the unpacked arguments, the temporaries' widths and bases,
+        and (``streamed``) the streamed outputs' row buffers."""
+        dims = self.dims
+        outer, inner = dims[:-1], dims[-1]
+        lines = self._bounds()
         lines += [
             f"    const int64_t tb_{d} = tb[{i}], te_{d} = te[{i}];" for i, d in enumerate(outer)
         ]
@@ -718,21 +787,13 @@ class _StencilGenerator:
                 lines.append(
                     f"    const int64_t b_{temp.name}_{d} = {block_lo[d]} + {temp.extent[d][0]};"
                 )
-        for output in self.streamed:
+        for output in self.streamed if streamed else ():
             param = self.program.param(output)
             assert isinstance(param.type, FieldType)
             lines.append(
                 f"    {C_TYPES[param.type.dtype]} o_{output}[{STREAM_CHUNK}] "
                 "__attribute__((aligned(64)));"
             )
-        plan = self._plan_sweep()
-        if plan.prefetches:
-            lines += self._prefetch_bytes(plan.prefetches)
-        lines += self._sweep(plan, "    ")
-        if self.streamed:
-            # Streaming stores are weakly ordered: make them visible before the tile ends.
-            lines.append("    if (nt) sf_stream_fence();")
-        lines.append("}")
         return lines
 
     def _bounds(self) -> list[str]:

@@ -246,8 +246,11 @@ def measurement_source(
 ) -> str:
     """The measuring executable's source: one unit per candidate in ``codes`` (generated as
     ``sf_stencil_<n>``), each with ``runtime`` and the argument ``struct``, and ``main``."""
+    # A candidate's edge function shares its unit: not inlined either way, so it runs the
+    # program's code, and the candidates already compile at once.
     units = {
-        f"candidate{n}": "\n".join([runtime, *struct, code.text]) for n, code in enumerate(codes)
+        f"candidate{n}": "\n".join([runtime, *struct, code.text, code.edges])
+        for n, code in enumerate(codes)
     }
     units["main"] = _main(program, stencil, codes, grid, struct, budget_seconds)
     return join_units(units)

@@ -1,8 +1,9 @@
 """Several C translation units in one source text.
 
 A source may hold several translation units, so that the compilation can build them
-concurrently (the variant measurements do; a c_cpu program, plain C since ADR 0018, is one
-unit). They travel as one text (what ``translate()`` shows and the cache keys hash), each
+concurrently: the variant measurements do, and so does a c_cpu program whose stencils have
+edge loops (its stencils in one unit, the edge functions and the descriptor in another, ADR
+0018). They travel as one text (what ``translate()`` shows and the cache keys hash), each
 unit opened by a marker line.
 """
 
