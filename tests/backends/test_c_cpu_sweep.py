@@ -233,10 +233,14 @@ def test_the_edge_loops_are_a_function_of_their_own_in_a_second_unit(rows):
     simd = _inner_loops(main, "#pragma omp simd")
     assert len(simd) == 1 and re.search(r"\bp_out\[[^\]]*\] = ", simd[0])
     assert len(_inner_loops(main)) == 1
-    assert re.search(r"\} else \{\n\s*sf_stencil_0_edges\(a, lo, hi, tile, tb, te, x_I, x_J, ", main)
+    # One call per run of edge positions along J: the leading run of each row, and a whole
+    # row where I is outside the fused region (one call per position cost small grids).
+    calls = re.findall(r"sf_stencil_0_edges\(a, lo, hi, tile, tb, te, pf, x_I, ([^,]+), ([^,]+),", main)
+    assert calls == [("tb_J + -2", "f_J"), ("tb_J + -2", "te_J + 0")]
     # The edge function: the loops of lap, flx and fly, where the tile's reach needs them.
     start = edges.index("void sf_stencil_0_edges(")
     definition = edges[start : edges.index("\n}\n", start)]
+    assert "for (int64_t x_J = from_J; x_J < to_J; ++x_J) {" in definition
     loops = re.split(r"#pragma GCC ivdep\s*#pragma GCC unroll 1", definition)[1:]
     assert len(loops) == 3 and "#pragma omp simd" not in definition
     assert [bool(re.search(rf"\bt_{t}\[[^\]]*\] = ", loop)) for loop, t in zip(

@@ -434,7 +434,7 @@ def test_streamed_outputs_go_through_row_buffers_and_are_not_prefetched(streamin
     assert "w_out[x_K - c_K] = " in text
     assert not re.search(r"\bp_out\[[^\]]*\] = ", text)
     prefetched = re.findall(r"uintptr_t r\d+ = \(uintptr_t\)(p_\w+)", text)
-    assert prefetched == ["p_inp"]
+    assert set(prefetched) == {"p_inp"}  # in the tile and in its edge function
     # Only the parallel path may stream (and only on a domain large enough).
     assert re.search(r"sf_stencil_0_tile\(a, lo, hi, tile, tb, te, 1, nt\b", text)
     assert re.search(r"sf_stencil_0_tile\(a, lo, hi, tile, lo, hi, 0, 0\b", text)

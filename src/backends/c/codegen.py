@@ -468,14 +468,6 @@ class _StencilGenerator:
         outer = self.dims[:-1]
         first = {d: min(s.bounds[d][0] for s in statements) for d in outer}
         last = {d: max(s.bounds[d][1] for s in statements) for d in outer}
-        lines = []
-        for depth, d in enumerate(outer):
-            lines.append(
-                f"{indent}{'    ' * depth}for (int64_t x_{d} = tb_{d} + {first[d]}; "
-                f"x_{d} < te_{d} + {last[d]}; ++x_{d}) {{"
-            )
-        pad = indent + "    " * len(outer)
-        lines += self._prefetch_rows(plan.prefetches, pad)
         guards = [self._guard(statement.bounds, first, last) for statement in statements]
         # Where every statement is active: the tightest of their bounds, per outer dimension.
         inside = {
@@ -484,8 +476,9 @@ class _StencilGenerator:
         }
         everywhere = " && ".join(self._guard(inside, first, last))
         edges = fusable and bool(everywhere)
-        # The edge function's loops are at its top level.
-        loop_pad = "    " if edges else pad
+        # The edge function's loops are inside its loop over a run of positions.
+        pad = indent + "    " * len(outer)
+        loop_pad = "        " if edges else pad
         separate: list[str] = []
         streams = False
         for statement, guard in zip(statements, guards, strict=True):
@@ -500,19 +493,74 @@ class _StencilGenerator:
             if guard:
                 loop = [f"{loop_pad}if ({' && '.join(guard)}) {{", *loop, f"{loop_pad}}}"]
             separate += loop
+        if edges:
+            return self._edged_sweep(plan, indent, first, last, inside), separate, streams
+        lines = []
+        for depth, d in enumerate(outer):
+            lines.append(
+                f"{indent}{'    ' * depth}for (int64_t x_{d} = tb_{d} + {first[d]}; "
+                f"x_{d} < te_{d} + {last[d]}; ++x_{d}) {{"
+            )
+        lines += self._prefetch_rows(plan.prefetches, pad)
         if not fusable:
             lines += separate
-        elif not everywhere:
-            lines += self._inner_loop((0, 0), [s.emit for s in statements], pad)
         else:
-            lines.append(f"{pad}if ({everywhere}) {{")
-            lines += self._inner_loop((0, 0), [s.emit for s in statements], pad + "    ")
-            lines.append(f"{pad}}} else {{")
-            lines.append(f"{pad}    {self._edges_call()}")
-            lines.append(f"{pad}}}")
+            lines += self._inner_loop((0, 0), [s.emit for s in statements], pad)
         for depth in reversed(range(len(outer))):
             lines.append(f"{indent}{'    ' * depth}}}")
-        return lines, separate if edges else [], streams and edges
+        return lines, [], False
+
+    def _edged_sweep(
+        self,
+        plan: _Plan,
+        indent: str,
+        first: Mapping[str, int],
+        last: Mapping[str, int],
+        inside: Mapping[str, tuple[int, int]],
+    ) -> list[str]:
+        """The sweep of a fused loop with edges. Along the innermost outer dimension ``r``
+        each row of positions is a leading run of edge positions, the fused positions and a
+        trailing run (a row outside the fused region along another dimension is one run);
+        each run is one call of the edge function, which loops over it. One call per
+        position cost small grids more than the loops (ADR 0018)."""
+        outer = self.dims[:-1]
+        *others, r = outer
+        lines = []
+        for depth, d in enumerate(others):
+            lines.append(
+                f"{indent}{'    ' * depth}for (int64_t x_{d} = tb_{d} + {first[d]}; "
+                f"x_{d} < te_{d} + {last[d]}; ++x_{d}) {{"
+            )
+        pad = indent + "    " * len(others)
+        start, stop = f"tb_{r} + {first[r]}", f"te_{r} + {last[r]}"
+        lower, upper = inside[r]
+        # The fused run [f_r, g_r), within [start, stop) even for a tile narrower than the
+        # reach.
+        low = f"tb_{r} + {lower}" if lower > first[r] else start
+        high = f"te_{r} + {upper}" if upper < last[r] else stop
+        fused = [
+            f"{pad}    const int64_t f_{r} = {low} < {stop} ? {low} : {stop};",
+            f"{pad}    const int64_t g_{r} = {high} > f_{r} ? {high} : f_{r};",
+        ]
+        if lower > first[r]:
+            fused.append(f"{pad}    if ({start} < f_{r}) {self._edges_call(start, f'f_{r}')}")
+        fused.append(f"{pad}    for (int64_t x_{r} = f_{r}; x_{r} < g_{r}; ++x_{r}) {{")
+        fused += self._prefetch_rows(plan.prefetches, pad + "        ")
+        fused += self._inner_loop(
+            (0, 0), [s.emit for s in plan.statements], pad + "        "
+        )
+        fused.append(f"{pad}    }}")
+        if upper < last[r]:
+            fused.append(f"{pad}    if (g_{r} < {stop}) {self._edges_call(f'g_{r}', stop)}")
+        condition = " && ".join(self._guard({d: inside[d] for d in others}, first, last))
+        if condition:
+            lines += [f"{pad}if ({condition}) {{", *fused, f"{pad}}} else {{"]
+            lines += [f"{pad}    {self._edges_call(start, stop)}", f"{pad}}}"]
+        else:
+            lines += [f"{pad}{{", *fused, f"{pad}}}"]
+        for depth in reversed(range(len(others))):
+            lines.append(f"{indent}{'    ' * depth}}}")
+        return lines
 
     @staticmethod
     def _guard(
@@ -731,10 +779,15 @@ class _StencilGenerator:
         lines.append("}")
         if not edge_loops:
             return lines, ""
+        r = self.dims[-2]
         edges = [
             f"{self._edges_signature(temps)} {{",
             *self._tile_prologue(temps, streamed=edges_stream),
+            *(self._prefetch_bytes(plan.prefetches) if plan.prefetches else ["    (void)pf;"]),
+            f"    for (int64_t x_{r} = from_{r}; x_{r} < to_{r}; ++x_{r}) {{",
+            *self._prefetch_rows(plan.prefetches, "        "),
             *edge_loops,
+            "    }",
             "}",
         ]
         return [f"{self._edges_signature(temps)};", *lines], "\n".join(edges)
@@ -744,22 +797,29 @@ class _StencilGenerator:
         return "".join(f", {t.ctype}* restrict t_{t.name}" for t in temps)
 
     def _edges_signature(self, temps: Sequence[_Temporary]) -> str:
-        """The edge function: the statements active at one sweep position ``x_<d>`` of
-        the tile's edges. Not inlined into the tile (it is meant for a unit of its own)."""
-        positions = "".join(f", const int64_t x_{d}" for d in self.dims[:-1])
+        """The edge function: the statements active at the tile's edges, for the sweep
+        positions ``[from_r, to_r)`` along the innermost outer dimension ``r`` (at ``x_<d>``
+        along the others). Not inlined into the tile (it is meant for a unit of its own)."""
+        *others, r = self.dims[:-1]
+        positions = "".join(f", const int64_t x_{d}" for d in others)
+        positions += f", const int64_t from_{r}, const int64_t to_{r}"
         streaming = ", const int nt" if self.streamed else ""
         return (
             'SF_NOCLONE __attribute__((noinline, visibility("hidden"))) void '
             f"{self._name}_edges(const sf_args* restrict a, const int64_t* lo, "
-            "const int64_t* hi, const int64_t* tile, const int64_t* tb, const int64_t* te"
-            f"{positions}{streaming}{self._temp_params(temps)})"
+            "const int64_t* hi, const int64_t* tile, const int64_t* tb, const int64_t* te, "
+            f"const int pf{positions}{streaming}{self._temp_params(temps)})"
         )
 
-    def _edges_call(self) -> str:
-        positions = "".join(f", x_{d}" for d in self.dims[:-1])
+    def _edges_call(self, start: str, stop: str) -> str:
+        """The edge function's call for the positions ``[start, stop)`` of the run."""
+        positions = "".join(f", x_{d}" for d in self.dims[:-2])
         streaming = ", nt" if self.streamed else ""
         temps = "".join(f", t_{t.name}" for t in self.temporaries.values())
-        return f"{self._name}_edges(a, lo, hi, tile, tb, te{positions}{streaming}{temps});"
+        return (
+            f"{self._name}_edges(a, lo, hi, tile, tb, te, pf{positions}, {start}, {stop}"
+            f"{streaming}{temps});"
+        )
 
     def _tile_prologue(self, temps: Sequence[_Temporary], streamed: bool = True) -> list[str]:
         """The tile's bounds, the unpacked arguments, the temporaries' widths and bases,
