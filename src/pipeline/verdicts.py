@@ -30,6 +30,7 @@ from allocators.immutable import frozen_metadata
 __all__ = ["RememberedCheck", "RememberedEntry", "verdict_key"]
 
 _PLAIN_SCALARS = frozenset({bool, int, float})
+_REFERENCE = weakref.ref
 
 
 def verdict_key(args: tuple[Any, ...]) -> tuple[Hashable, ...] | None:
@@ -107,11 +108,13 @@ class RememberedCheck:
         return key is not None and key in self._accepted
 
     def _is_last(self, args: tuple[Any, ...]) -> bool:
+        # Run on every repeat JAX call: indexing, as zip(strict=True) costs ~0.5 us a call.
         last = self._last
         if len(last) != len(args):
             return False
-        for value, (first, second) in zip(args, last, strict=True):
-            if type(first) is weakref.ref:  # an array: (reference, metadata)
+        for index, (first, second) in enumerate(last):
+            value = args[index]
+            if type(first) is _REFERENCE:  # an array: (reference, metadata)
                 if first() is not value and frozen_metadata(value) != second:
                     return False
             elif first is not type(value) or second != value:  # a scalar: (type, value)
