@@ -79,7 +79,9 @@ def test_one_cheap_call_does_not_make_a_candidate_the_fastest(tmp_path: Path) ->
         program.name,
         stencil.operator_name,
         variants,
-        measurement_source(program, stencil, codes, grid, argument_struct(program), RUNTIME_C),
+        measurement_source(
+            program, stencil, codes, grid, argument_struct(program), RUNTIME_C, 2**20
+        ),
         grid.describe(),
         "test machine",
     )
@@ -89,3 +91,25 @@ def test_one_cheap_call_does_not_make_a_candidate_the_fastest(tmp_path: Path) ->
     assert choice.variant == variants[1]
     (_, _, spiky), (_, _, steady) = choice.timings
     assert spiky > 5e-3 and 2.9e-3 < steady < 4e-3
+
+
+def test_every_timed_call_follows_a_write_of_the_last_level_cache(tmp_path: Path) -> None:
+    # ADR 0009: each call starts with the cache full of other modified lines, as in a time
+    # step (and beside the harness's copy kernel), not as the candidate before left it.
+    inp = np.zeros((14, 13, 5))
+    program = stencils.hdiff_program.lower(inp, 0.025, inp.copy()).ir
+    stencil = program.stencils[0]
+    dims = StencilLayout.of(program, stencil, temporaries=True).dims
+    grid = measurement_grid(program, stencil, dims, 2**20)
+    code = burning_candidate(0, (0.1,))
+    text = measurement_source(
+        program, stencil, [code], grid, argument_struct(program), RUNTIME_C, 3 * 2**20
+    )
+
+    main = text[text.index("int main("):]
+    rounds = main.index("for (int r = 0; r < rounds; ++r)")
+    write = main.index("for (int64_t i = 0; i < dirty_words; ++i)")
+    clock = main.index("const double t0 = sf_clock(CLOCK_MONOTONIC);")
+    assert f"dirty_words = {3 * 2**20 // 8};" in main
+    assert rounds < write < clock
+    assert "dirty[i] = (uint64_t)i ^" in main[write:clock]

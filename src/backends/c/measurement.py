@@ -10,6 +10,14 @@ candidate once to warm up, then in rounds, the candidates in rotated order, and 
 best wall-clock time and the median processor time per call of each:
 ``<candidate> <wall> <processor>`` (seconds) per line.
 
+Before each timed call, untimed, ``main`` writes a buffer of ``dirty_bytes`` (the last-level
+cache's size): every call starts with the cache full of modified lines of other data, as a
+stencil in a model's time step finds it after the stencils before it, and as the harness
+times it (a copy kernel before each sample, ADR 0010). Without it each call found the cache
+as the candidate before had left it: on the Zen 3 VM hdiff's temporary rows with streaming
+stores and with plain ones measured within 1 % of each other and were chosen by chance,
+while in the harness the streaming variant ran 1.25x faster (ADR 0009).
+
 The median, not the least, processor time: the process clock read around one short parallel
 call can miss part of the other threads' work or count work of the call before (Linux brings
 a running thread's time up to date at its scheduler events, a tick or a switch). On the Zen 4
@@ -150,6 +158,7 @@ def _main(
     grid: MeasurementGrid,
     struct: Sequence[str],
     budget_seconds: float,
+    dirty_bytes: int,
 ) -> str:
     dims = list(grid.sizes)
     lines = [
@@ -204,6 +213,9 @@ def _main(
         "    if (rounds < 1) return 2;",
         "    double* samples = malloc(sizeof(double) * (size_t)rounds * (size_t)count);",
         "    if (!samples) return 2;",
+        f"    const int64_t dirty_words = {max(dirty_bytes // 8, 1)};",
+        "    uint64_t* dirty = malloc(sizeof(uint64_t) * (size_t)dirty_words);",
+        "    if (!dirty) return 2;",
         "    for (int c = 0; c < count; ++c) {",
         "        best[c] = cpu[c] = 1e300;",
         "        if (candidates[c](&a, lo, hi) != 0) return 3;  /* warm-up: threads, scratch */",
@@ -213,6 +225,10 @@ def _main(
         "    for (int r = 0; r < rounds; ++r) {",
         "        for (int j = 0; j < count; ++j) {",
         "            const int c = (r + j) % count;",
+        # Plain stores of values no compiler turns into a (non-temporal) memset.
+        "            #pragma omp parallel for schedule(static)",
+        "            for (int64_t i = 0; i < dirty_words; ++i)",
+        "                dirty[i] = (uint64_t)i ^ (uint64_t)(r * count + j);",
         "            const double t0 = sf_clock(CLOCK_MONOTONIC);",
         "            const double u0 = sf_clock(CLOCK_PROCESS_CPUTIME_ID);",
         "            if (candidates[c](&a, lo, hi) != 0) return 3;",
@@ -228,6 +244,7 @@ def _main(
         "    for (int c = 0; c < count; ++c)",
         "        cpu[c] = sf_median(samples + (size_t)c * (size_t)rounds, done);",
         "    free(samples);",
+        "    free(dirty);",
         "    for (int c = 0; c < count; ++c) printf(\"%d %.9e %.9e\\n\", c, best[c], cpu[c]);",
     ]
     lines += [f"    free(a.p_{name});" for name in used]
@@ -242,15 +259,19 @@ def measurement_source(
     grid: MeasurementGrid,
     struct: Sequence[str],
     runtime: str,
+    dirty_bytes: int,
     budget_seconds: float = 1.0,
 ) -> str:
     """The measuring executable's source: one unit per candidate in ``codes`` (generated as
-    ``sf_stencil_<n>``), each with ``runtime`` and the argument ``struct``, and ``main``."""
+    ``sf_stencil_<n>``), each with ``runtime`` and the argument ``struct``, and ``main``, which
+    writes ``dirty_bytes`` of other data before each timed call."""
     # A candidate's edge function shares its unit: not inlined either way, so it runs the
     # program's code, and the candidates already compile at once.
     units = {
         f"candidate{n}": "\n".join([runtime, *struct, code.text, code.edges])
         for n, code in enumerate(codes)
     }
-    units["main"] = _main(program, stencil, codes, grid, struct, budget_seconds)
+    units["main"] = _main(
+        program, stencil, codes, grid, struct, budget_seconds, dirty_bytes
+    )
     return join_units(units)

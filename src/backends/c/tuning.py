@@ -264,6 +264,7 @@ class Tuning:
             grid,
             argument_struct(program),
             "\n".join([runtime_for(used), *helpers]),
+            last_level_cache_bytes(),
         )
         request = MeasurementRequest(
             program.name,
