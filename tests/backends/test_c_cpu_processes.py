@@ -312,7 +312,8 @@ def test_a_new_backend_object_over_a_warm_cache_hits_the_compilation_cache(
     # The worker runs one thread; automatic translations are keyed by the machine, the
     # cores the stencils may use included (ADR 0009).
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert_correct(run_worker(cache, compiler))
+    report = run_worker(cache, compiler)
+    assert_correct(report)
     backend = in_process_backend(cache, compiler, "c_cpu_warm")
 
     run_lap_in_process(backend)
@@ -320,7 +321,13 @@ def test_a_new_backend_object_over_a_warm_cache_hits_the_compilation_cache(
     assert compiler.compiles == 1
     stats = backend.pipeline.compilation.cache.stats
     assert (stats.hits, stats.misses, stats.damaged) == (1, 0, 0)
-    assert backend.pipeline.translation.cache.stats.hits == 1
+    # Once seen with 0 translation hits under a loaded CI (cause not found): the counters
+    # and the worker's own report say which way it went when it comes back.
+    translations = backend.pipeline.translation.cache.stats
+    assert (translations.hits, translations.misses, translations.damaged) == (1, 0, 0), (
+        f"in-process translation cache {translations}; the worker's {report['translation']}; "
+        f"worker stderr: {report['stderr'][-2000:]}"
+    )
 
 
 # --------------------------------------------------------------------------- environment
