@@ -271,7 +271,5 @@ def measurement_source(
         f"candidate{n}": "\n".join([runtime, *struct, code.text, code.edges])
         for n, code in enumerate(codes)
     }
-    units["main"] = _main(
-        program, stencil, codes, grid, struct, budget_seconds, dirty_bytes
-    )
+    units["main"] = _main(program, stencil, codes, grid, struct, budget_seconds, dirty_bytes)
     return join_units(units)
