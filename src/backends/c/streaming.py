@@ -47,6 +47,7 @@ STREAM_STORES_C = r"""
 #if SF_STREAMS
 typedef long long sf_line __attribute__((vector_size(64), aligned(64)));
 typedef long long sf_half __attribute__((vector_size(16), aligned(16)));
+typedef long long sf_wide __attribute__((vector_size(32), aligned(32)));
 static inline void sf_stream_8(void* d, const void* s) {
     long long x; memcpy(&x, s, 8);
 #if defined(__clang__)
@@ -71,6 +72,13 @@ static inline void sf_stream_line(void* d, const void* s) {
 #elif defined(__AVX512F__)
     sf_line line; memcpy(&line, s, 64);
     __builtin_ia32_movntdq512((sf_line*)d, line);
+#elif defined(__AVX__)
+    /* Two 32-byte stores, not four of 16: half the store-queue entries per line, which
+       the sweep's arithmetic waits behind when the queue fills (ADR 0009). */
+    for (int h = 0; h < 2; ++h) {
+        sf_wide part; memcpy(&part, (const char*)s + 32 * h, 32);
+        __builtin_ia32_movntdq256((sf_wide*)((char*)d + 32 * h), part);
+    }
 #else
     for (int h = 0; h < 4; ++h) {
         sf_half part; memcpy(&part, (const char*)s + 16 * h, 16);
