@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import pytest
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
@@ -23,10 +23,14 @@ from c_programs import stencils  # noqa: E402
 from backends.c import CCompilation  # noqa: E402
 from backends.c.bindings import argument_struct  # noqa: E402
 from backends.c.codegen import StencilCode  # noqa: E402
-from backends.c.measurement import measurement_grid, measurement_source  # noqa: E402
+from backends.c.measurement import (  # noqa: E402
+    DROP_FACTOR,
+    measurement_grid,
+    measurement_source,
+)
 from backends.c.runtime import RUNTIME_C  # noqa: E402
 from backends.c.tuning import MeasurementRequest, MeasureVariants  # noqa: E402
-from backends.c.variants import Variant  # noqa: E402
+from backends.c.variants import Choice, Variant  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
 
 
@@ -61,20 +65,15 @@ static double cpu_seconds_{number}(void) {{
     return StencilCode(name, signature, text, ("I", "J", "K"))
 
 
-def test_one_cheap_call_does_not_make_a_candidate_the_fastest(tmp_path: Path) -> None:
+def _measured(tmp_path: Path, codes: list[StencilCode], grid_bytes: int = 2**20) -> Choice:
+    """The choice ``MeasureVariants`` makes between stand-in ``codes`` of hdiff (two at most)
+    on a grid of ``grid_bytes``."""
     inp = np.zeros((14, 13, 5))
-    lowered: Any = stencils.hdiff_program.lower(inp, 0.025, inp.copy()).ir
-    program = getattr(lowered, "ir", lowered)
+    program = stencils.hdiff_program.lower(inp, 0.025, inp.copy()).ir
     stencil = program.stencils[0]
     dims = StencilLayout.of(program, stencil, temporaries=True).dims
-    grid = measurement_grid(program, stencil, dims, 2**20)
-    # The first candidate's calls cost 6 ms, but for one that reads 0.5 ms (as an
-    # undercounted reading of the process clock would); the second's cost 3 ms each.
-    codes = [
-        burning_candidate(0, (6.0, 6.0, 0.5, 6.0, 6.0, 6.0)),
-        burning_candidate(1, (3.0,)),
-    ]
-    variants = (Variant(True, (8, 32)), Variant(False, (8, 32)))
+    grid = measurement_grid(program, stencil, dims, grid_bytes)
+    variants = (Variant(True, (8, 32)), Variant(False, (8, 32)))[: len(codes)]
     request = MeasurementRequest(
         program.name,
         stencil.operator_name,
@@ -85,20 +84,111 @@ def test_one_cheap_call_does_not_make_a_candidate_the_fastest(tmp_path: Path) ->
         grid.describe(),
         "test machine",
     )
+    return MeasureVariants(CCompilation(str(tmp_path / "c")), rounds=5)(request)
 
-    choice = MeasureVariants(CCompilation(str(tmp_path / "c")), rounds=5)(request)
 
-    assert choice.variant == variants[1]
+def test_one_cheap_call_does_not_make_a_candidate_the_fastest(tmp_path: Path) -> None:
+    # The first candidate's calls cost 6 ms, but for one that reads 0.5 ms (as an
+    # undercounted reading of the process clock would); the second's cost 3 ms each.
+    choice = _measured(
+        tmp_path,
+        [burning_candidate(0, (6.0, 6.0, 0.5, 6.0, 6.0, 6.0)), burning_candidate(1, (3.0,))],
+    )
+
+    assert not choice.variant.temporaries
     (_, _, spiky), (_, _, steady) = choice.timings
     assert spiky > 5e-3 and 2.9e-3 < steady < 4e-3
+
+
+def test_a_candidate_far_slower_in_the_first_round_is_timed_no_further(tmp_path: Path) -> None:
+    # The second candidate's first timed call costs 4x the first's (past DROP_FACTOR, in
+    # wall-clock and processor time alike, on one thread); its later calls would be the
+    # cheapest of all, so only a candidate timed again could win with them.
+    assert DROP_FACTOR < 4.0
+    choice = _measured(
+        tmp_path,
+        [burning_candidate(0, (3.0,)), burning_candidate(1, (12.0, 12.0, 0.5))],
+    )
+
+    assert choice.variant.temporaries
+    (_, _, kept), (_, wall, dropped) = choice.timings
+    assert 2.9e-3 < kept < 4e-3
+    assert wall > 11e-3 and dropped > 11e-3  # the one reading, not a later call's
+
+
+def test_a_candidate_within_the_factor_keeps_being_timed(tmp_path: Path) -> None:
+    # 2x the first's in the first round (inside DROP_FACTOR): timed on, it wins with its
+    # later, cheaper calls.
+    assert DROP_FACTOR > 2.0
+    choice = _measured(
+        tmp_path,
+        [burning_candidate(0, (3.0,)), burning_candidate(1, (6.0, 6.0, 0.5))],
+    )
+
+    assert not choice.variant.temporaries
+    (_, _, first), (_, _, second) = choice.timings
+    assert 2.9e-3 < first < 4e-3 and second < 1e-3
+
+
+def _transparent_huge_pages() -> str:
+    """The kernel's transparent huge page mode (``always``, ``madvise``, ``never``; ``""``
+    where it has none)."""
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return ""
+    return text.split("[", 1)[1].split("]", 1)[0] if "[" in text else ""
+
+
+def huge_page_checking_candidate() -> StencilCode:
+    """A candidate that fails (returns 3) unless the middle of its ``inp`` field lies in a
+    mapping with huge pages (``AnonHugePages`` in ``/proc/self/smaps``)."""
+    name = "sf_stencil_0"
+    signature = (
+        f'__attribute__((visibility("hidden"))) int {name}'
+        "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
+    )
+    text = f"""
+#include <stdio.h>
+{signature} {{
+    (void)lo; (void)hi;
+    const unsigned long long at = (unsigned long long)(uintptr_t)(a->p_inp
+        + sizeof(double) * (size_t)(a->n_inp[0] * a->n_inp[1] * a->n_inp[2] / 2));
+    FILE* smaps = fopen("/proc/self/smaps", "r");
+    if (!smaps) return 3;
+    char line[512];
+    int inside = 0;
+    unsigned long long huge_kb = 0;
+    while (fgets(line, sizeof line, smaps)) {{
+        unsigned long long start, end, kb;
+        if (sscanf(line, "%llx-%llx ", &start, &end) == 2) inside = start <= at && at < end;
+        else if (inside && sscanf(line, "AnonHugePages: %llu kB", &kb) == 1) huge_kb = kb;
+    }}
+    fclose(smaps);
+    return huge_kb > 0 ? 0 : 3;
+}}
+"""
+    return StencilCode(name, signature, text, ("I", "J", "K"))
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or _transparent_huge_pages() not in ("always", "madvise"),
+    reason="needs Linux with transparent huge pages (always, or on madvise)",
+)
+def test_the_fields_get_huge_pages_as_numpy_arrays_do(tmp_path: Path) -> None:
+    # NumPy advises huge pages for its arrays of 4 MiB and up, so c_cpu's fields (NumPy
+    # arrays) get them where the kernel gives them on advice; on the Zen 3 VM they decide
+    # between streaming and plain stores (ADR 0009). The measured fields must match.
+    choice = _measured(tmp_path, [huge_page_checking_candidate()], grid_bytes=2**25)
+
+    assert choice.variant == Variant(True, (8, 32))
 
 
 def test_every_timed_call_follows_a_write_of_the_last_level_cache() -> None:
     # ADR 0009: each call starts with the cache full of other modified lines, as in a time
     # step (and beside the harness's copy kernel), not as the candidate before left it.
     inp = np.zeros((14, 13, 5))
-    lowered: Any = stencils.hdiff_program.lower(inp, 0.025, inp.copy()).ir
-    program = getattr(lowered, "ir", lowered)
+    program = stencils.hdiff_program.lower(inp, 0.025, inp.copy()).ir
     stencil = program.stencils[0]
     dims = StencilLayout.of(program, stencil, temporaries=True).dims
     grid = measurement_grid(program, stencil, dims, 2**20)
