@@ -27,7 +27,10 @@ with non-temporal stores on the parallel path of a domain whose outputs take at 
 many bytes: each inner loop computes a chunk of the row into a buffer on the stack, which a
 helper then streams to memory past the caches, so the output's lines are not read from memory
 before being overwritten (a copy-like stencil moves two thirds of the bytes). Elsewhere the
-chunk is computed straight into the output, as without streaming.
+chunk is computed straight into the output, as without streaming. A stencil of plain float64
+arithmetic with a compile-time inner extent skips the buffer: its output loop is written in
+explicit vectors that go straight to the row, streamed where it is aligned
+(``backends.c.vectors``).
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ from backends.c.addressing import element_offset, output_stores
 from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.c.scratch import SCRATCH_C
 from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
+from backends.c.vectors import VECTOR_C, VECTOR_TYPE, VectorEmitter, vectorizable
 from backends.loops import StencilLayout
-from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.dsl.types import FieldType, ScalarType, float64
 from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
 from pipeline.passes.traversal import walk
 
@@ -49,6 +53,10 @@ __all__ = ["STREAM_CHUNK", "StencilCode", "generate_stencil"]
 
 #: Points of the inner dimension per chunk of a streamed output row (its stack buffer).
 STREAM_CHUNK = 256
+
+#: A vectorized loop's inner extent is a multiple of this: whole vectors on every target
+#: (2, 4 or 8 lanes).
+VECTOR_EXTENT_MULTIPLE = 8
 
 
 @attrs.frozen
@@ -185,6 +193,7 @@ class _StencilGenerator:
         # a tile's width of positions per step along it, time enough to prefetch rows ahead.
         self.prefetch_dim = self.dims[0] if rows and self.temporaries and len(self.dims) > 1 else None
         self.streamed = self._streamed() if streaming_min_bytes is not None else ()
+        self.vectorized = self._vectorized()
 
     def _streamed(self) -> tuple[str, ...]:
         """The outputs written through row buffers: over exactly the iteration dimensions,
@@ -207,6 +216,27 @@ class _StencilGenerator:
                 found.append(name)
         return tuple(found)
 
+    def _vectorized(self) -> bool:
+        """Whether the loop that stores the outputs is written in explicit vectors
+        (``backends.c.vectors``): every output streamed, a compile-time inner extent of
+        whole vectors, and plain float64 arithmetic throughout."""
+        outputs = [target.name for target in self.stencil.outputs]
+        return (
+            bool(self.streamed)
+            and len(self.streamed) == len(outputs)
+            and all(self._field_type(name).dtype == float64 for name in outputs)
+            and self.inner_extent is not None
+            and self.inner_extent > 0
+            and self.inner_extent % VECTOR_EXTENT_MULTIPLE == 0
+            and all(temp.ctype == C_TYPES[float64] for temp in self.temporaries.values())
+            and vectorizable(
+                [*self.stencil.results, *(self.definitions[t] for t in self.temporaries)],
+                self.definitions,
+                self.temporaries,
+                self.dims[-1],
+            )
+        )
+
     def next_id(self) -> int:
         self.counter += 1
         return self.counter
@@ -217,7 +247,7 @@ class _StencilGenerator:
         if name in self.temporaries:
             temp = self.temporaries[name]
             index = self._temp_index(temp, shift)
-            return body.let(temp.ctype, f"t_{name}[{index}]")
+            return body.load(temp.ctype, f"t_{name}[{index}]")
         if name in self.definitions:
             return body.value(self.definitions[name], offsets)
         param = self.program.param(name)
@@ -226,7 +256,7 @@ class _StencilGenerator:
         offset = element_offset(
             name, param.type.dim_names, shift, self.unit_stride.get(name, False)
         )
-        return body.let(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
+        return body.load(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
 
     def _temp_index(self, temp: _Temporary, shift: Mapping[str, int]) -> str:
         index = ""
@@ -586,6 +616,8 @@ class _StencilGenerator:
         (see ``_simd_loop``)."""
         inner = self.dims[-1]
         start, stop = f"lo_{inner} + {reach[0]}", f"hi_{inner} + {reach[1]}"
+        if self.vectorized and self._store_outputs in emits and not edge and reach == (0, 0):
+            return self._vector_loop(emits, indent)
         if self.streamed and self._store_outputs in emits:
             extent = self.inner_extent
             if extent is not None and extent + reach[1] - reach[0] <= STREAM_CHUNK:
@@ -618,6 +650,41 @@ class _StencilGenerator:
             ]
             return [*outer_lines, *targets, *loop, *writes, f"{indent}}}"]
         return self._simd_loop(start, stop, emits, indent, edge)
+
+    def _vector_loop(self, emits: Sequence[_Emit], indent: str) -> list[str]:
+        """The inner loop over the domain computing ``emits`` a vector of points at a time
+        (``VectorEmitter``), each output vector stored straight to its row: past the caches
+        when ``nt`` and the row is aligned to a vector."""
+        inner = self.dims[-1]
+        lines = [f"{indent}{{", f"{indent}    const int64_t c_{inner} = lo_{inner};"]
+        for name in self.streamed:
+            lines += [
+                f"{indent}    double* restrict w_{name} = p_{name} + {self._row_offset(name)};",
+                f"{indent}    const int nt_{name} = nt && "
+                f"((uintptr_t)w_{name} & (sizeof({VECTOR_TYPE}) - 1)) == 0;",
+            ]
+        lines.append(
+            f"{indent}    for (int64_t x_{inner} = lo_{inner}; x_{inner} < hi_{inner}; "
+            f"x_{inner} += SF_VLANES) {{"
+        )
+        body = VectorEmitter(self.read, indent + "        ")
+        for emit in emits:
+            emitted = len(body.lines)
+            stores = (self._put_outputs if emit == self._store_outputs else emit)(body)
+            lines += body.lines[emitted:]
+            lines += [indent + "        " + store for store in stores]
+        lines += [f"{indent}    }}", f"{indent}}}"]
+        return lines
+
+    def _put_outputs(self, body: ExpressionEmitter) -> list[str]:
+        """The vector loop's output stores (every output is streamed there)."""
+        assert isinstance(body, VectorEmitter)
+        inner = self.dims[-1]
+        return [
+            f"sf_vput(&w_{target.name}[x_{inner} - c_{inner}], "
+            f"{body.vector(body.value(result, ()))}, nt_{target.name});"
+            for target, result in zip(self.stencil.outputs, self.stencil.results, strict=True)
+        ]
 
     def _row_offset(self, name: str) -> str:
         """The offset of streamed output ``name`` at the sweep position, chunk start."""
@@ -752,6 +819,8 @@ class _StencilGenerator:
         helpers = [SCRATCH_C] if temps else []
         if self.streamed:
             helpers += [STREAM_FENCE_C, STREAM_ROW_C]
+        if self.vectorized:
+            helpers.append(VECTOR_C)
         return StencilCode(
             name, signature, "\n".join(lines), dims, tuple(helpers), self.inner_extent, edges
         )
@@ -949,7 +1018,7 @@ class _StencilGenerator:
         index = self._temp_index(temp, dict(shift))
 
         def store(body: ExpressionEmitter) -> list[str]:
-            return [f"t_{temp.name}[{index}] = {body.value(definition, shift)};"]
+            return [body.store(f"t_{temp.name}[{index}]", body.value(definition, shift))]
 
         return store
 

@@ -208,6 +208,14 @@ class ExpressionEmitter:
         self.lines.append(f"{self._indent}const {ctype} {name} = {text};")
         return name
 
+    def load(self, ctype: str, element: str) -> str:
+        """Bind the value of memory ``element`` (C text of an lvalue of type ``ctype``)."""
+        return self.let(ctype, element)
+
+    def store(self, element: str, value: str) -> str:
+        """The statement storing ``value`` (a ``value`` of this body) into ``element``."""
+        return f"{element} = {value};"
+
     def value(self, expr: Expr, shift: Offsets) -> str:
         """C++ text (usually an SSA name) for ``expr`` at the point moved by ``shift``."""
         key = (expr, shift)
