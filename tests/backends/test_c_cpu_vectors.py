@@ -14,9 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 _HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
+for path in (str(_HERE), str(_HERE.parent / "dsl")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
+import corpus  # noqa: E402
 from c_programs import stencils  # noqa: E402
 from c_programs.support import GeneratedModules  # noqa: E402
 from test_c_cpu_differential import HALO, TEMPLATE, _spell  # noqa: E402
@@ -145,6 +147,13 @@ def test_stencils_outside_the_vector_subset_keep_gccs_loops(tmp_path: Path) -> N
         "no streaming stores": stencils.hdiff_program.with_backend(
             streaming(tmp_path / "plain", streaming_stores=False)
         ).lower(grid, 0.1, grid.copy()),
+        # A vector of points would be a vector of neighbours in memory, which these are not.
+        "an input strided along K": stencils.hdiff_program.with_backend(backend).lower(
+            np.zeros((30, 20, 32))[:, :, ::2], 0.1, grid.copy()
+        ),
+        "an input without K": corpus.add_ij_program.with_backend(backend).lower(
+            grid, np.zeros((30, 20)), grid.copy()
+        ),
     }
     for why, lowered in cases.items():
         text = lowered.as_text()

@@ -233,9 +233,23 @@ class _StencilGenerator:
                 [*self.stencil.results, *(self.definitions[t] for t in self.temporaries)],
                 self.definitions,
                 self.temporaries,
+                self._contiguous_fields(),
+                [p.name for p in self.program.params if isinstance(p.type, ScalarType)],
                 self.dims[-1],
             )
         )
+
+    def _contiguous_fields(self) -> list[str]:
+        """The field parameters whose inner dimension is the sweep's and has unit stride."""
+        inner = self.dims[-1]
+        return [
+            param.name
+            for param in self.program.params
+            if isinstance(param.type, FieldType)
+            and param.type.dim_names
+            and param.type.dim_names[-1] == inner
+            and self.unit_stride.get(param.name, False)
+        ]
 
     def next_id(self) -> int:
         self.counter += 1

@@ -4,8 +4,8 @@
 ``sf_stencil_<n>`` for candidate ``n``, with the runtime and scratch helpers) and a ``main``
 unit: a plain C executable, no Python headers. ``main`` allocates every field the stencil
 touches on a grid of its own (C-contiguous, 64-byte aligned, huge pages advised as NumPy
-advises them for its arrays, filled in parallel with deterministic values), so no user memory is ever given to the candidates and every read
-lies inside the arrays (the domain keeps the stencil's whole reach inside). It calls each
+advises them for its arrays, filled in parallel with deterministic values), so no user
+memory is ever given to the candidates and every read lies inside the arrays (the domain keeps the stencil's whole reach inside). It calls each
 candidate once to warm up, then in rounds, the candidates in rotated order, and prints the
 best wall-clock time and the median processor time per call of each:
 ``<candidate> <wall> <processor>`` (seconds) per line. A candidate far slower than the

@@ -7,19 +7,19 @@ arithmetic then waits behind. For a stencil of plain float64 arithmetic the loop
 stores the outputs is written here in gcc's vector extension instead (``VectorEmitter``, a
 vector of ``SF_VLANES`` doubles per step, the width of the target's registers), and each
 output vector goes to memory with one streaming store where the row is aligned
-(``sf_vput``). On the Zen 3 VM hdiff's rows ran 7 % faster (ADR 0009).
+(``sf_vput``). On the Zen 3 VM hdiff ran 7 % faster in a standalone harness, within the
+noise in the program's own shared object (ADR 0009).
 
-``vectorizable`` says which stencils qualify: every value float64, built from fields,
-temporaries, scalars and literals with ``+ - * /``, negation, ``where`` on a comparison
-and ``astype`` to float64;
-no temporary read at a shifted inner position (the loop's lanes would see each other's
-stores); every output streamed; and a compile-time inner extent that a whole number of
-vectors covers on every target (a multiple of 8).
+``vectorizable`` says which stencils qualify: every value float64, built from fields
+contiguous along the inner dimension, temporaries, scalars and literals with ``+ - * /``, negation, ``where`` on a comparison
+and ``astype`` to float64; no temporary read at a shifted inner position (the loop's lanes
+would see each other's stores); every output streamed; and a compile-time inner extent
+that a whole number of vectors covers on every target (a multiple of 8).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from backends.c.expressions import ExpressionEmitter, Offsets, literal
 from pipeline.dsl.types import bool_, float64
@@ -83,11 +83,15 @@ def vectorizable(
     expressions: Iterable[Expr],
     definitions: Mapping[str, Expr],
     temporaries: Iterable[str],
+    fields: Collection[str],
+    scalars: Collection[str],
     inner: str,
 ) -> bool:
     """Whether ``expressions`` (and the locals they inline, ``definitions``) are all plain
-    float64 arithmetic that ``VectorEmitter`` writes, reading ``temporaries`` only at
-    offset 0 along the inner dimension ``inner``."""
+    float64 arithmetic that ``VectorEmitter`` writes: reading ``temporaries`` only at
+    offset 0 along the inner dimension ``inner``, and no parameters but ``fields``
+    (contiguous along ``inner``: a vector of points is a vector of neighbours in memory) and
+    ``scalars``."""
     kept = set(temporaries)
     seen: set[str] = set()
 
@@ -100,10 +104,12 @@ def vectorizable(
             case Ref(name=name, offsets=offsets):
                 if name in kept:
                     return dict(offsets).get(inner, 0) == 0
-                if name in definitions and name not in seen:
-                    seen.add(name)
-                    return value(definitions[name])
-                return True
+                if name in definitions:
+                    if name not in seen:
+                        seen.add(name)
+                        return value(definitions[name])
+                    return True
+                return name in fields or name in scalars
             case UnaryOp(op=op, operand=operand):
                 return op in {"-", "+"} and value(operand)
             case BinaryOp(op=op, left=left, right=right):
