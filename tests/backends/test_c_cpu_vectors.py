@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 _HERE = Path(__file__).resolve().parent
@@ -242,6 +242,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> GeneratedModules:
     result=_vector_expression(True, 6),
     seed=st.integers(0, 2**31),
 )
+# A comparison two selects share: the frontend makes it a (bool) local.
+@example(local="s", result="(where(c(K + 2) < 2.0, a, s) + where(c(K + 2) < 2.0, a, 0.5))", seed=0)
 def test_random_vector_programs_agree_with_embedded_numpy(
     vector_backend: CompiledBackend,
     generated: GeneratedModules,

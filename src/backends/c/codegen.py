@@ -681,7 +681,7 @@ class _StencilGenerator:
             f"{indent}    for (int64_t x_{inner} = lo_{inner}; x_{inner} < hi_{inner}; "
             f"x_{inner} += SF_VLANES) {{"
         )
-        body = VectorEmitter(self.read, indent + "        ")
+        body = VectorEmitter(self.read, self.definitions, indent + "        ")
         for emit in emits:
             emitted = len(body.lines)
             stores = (self._put_outputs if emit == self._store_outputs else emit)(body)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 from backends.c.expressions import ExpressionEmitter, Offsets, literal
 from pipeline.dsl.types import bool_, float64
-from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, Ref, UnaryOp
+from pipeline.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, Ref, UnaryOp, combine_offsets
 
 __all__ = ["VECTOR_C", "VECTOR_TYPE", "VectorEmitter", "vectorizable"]
 
@@ -123,6 +123,8 @@ def vectorizable(
     def condition(expr: Expr) -> bool:
         if isinstance(expr, Literal):  # a condition folded to a constant
             return True
+        if isinstance(expr, Ref) and expr.name in definitions:  # a comparison shared (CSE)
+            return condition(definitions[expr.name])
         return (
             isinstance(expr, BinaryOp)
             and expr.op in _COMPARISONS
@@ -142,9 +144,11 @@ class VectorEmitter(ExpressionEmitter):
     def __init__(
         self,
         read: Callable[[ExpressionEmitter, str, Offsets], str],
+        definitions: Mapping[str, Expr],
         indent: str = "",
     ) -> None:
         super().__init__(read, indent)
+        self._definitions = definitions
         self._vectors: set[str] = set()
 
     def load(self, ctype: str, element: str) -> str:
@@ -174,12 +178,17 @@ class VectorEmitter(ExpressionEmitter):
                 x, y = self.value(left, shift), self.value(right, shift)
                 return self._bind(f"{x} {op} {y}", x, y)
             case Call(function="where", args=(cond, a, b)):
+                # A comparison shared by several selects is a local: compare where it is used.
+                at = shift
+                while isinstance(cond, Ref) and cond.name in self._definitions:
+                    at = combine_offsets(cond.offsets, at)
+                    cond = self._definitions[cond.name]
                 if isinstance(cond, Literal):
                     cx = cy = literal(cond.value, bool_)
                     test = f"({cx})"
                 else:
                     assert isinstance(cond, BinaryOp)
-                    cx, cy = self.value(cond.left, shift), self.value(cond.right, shift)
+                    cx, cy = self.value(cond.left, at), self.value(cond.right, at)
                     test = f"({cx} {cond.op} {cy})"
                 x, y = self.value(a, shift), self.value(b, shift)
                 if not {x, y, cx, cy} & self._vectors:
