@@ -39,7 +39,7 @@ def streaming(
 ) -> CompiledBackend:
     """c_cpu with temporary rows and streaming stores on every domain (``options`` change
     the translation; ``flags`` the compiler's optimization flags)."""
-    settings: dict[str, object] = dict(
+    choices: dict[str, object] = dict(
         temporaries=True,
         temporary_rows=True,
         tile_sizes=(8, 16),
@@ -48,12 +48,12 @@ def streaming(
         streaming_min_bytes=0,
         parallel_min_points=0,
     )
-    settings.update(options)
+    choices.update(options)
     compilation = CCompilation(str(cache / "c"))
     if flags is not None:
         compilation = CCompilation(str(cache / "c"), flags=flags)
     pipeline = c_cpu_pipeline(
-        cache, compilation=compilation, translation=CTranslation(**settings)  # type: ignore[arg-type]
+        cache, compilation=compilation, translation=CTranslation(**choices)  # type: ignore[arg-type]
     )
     return CompiledBackend(
         "c_cpu_vectors", allocators.NumPyBufferAllocator(), pipeline,
