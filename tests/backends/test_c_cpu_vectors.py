@@ -27,6 +27,7 @@ import allocators  # noqa: E402
 import backends  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_args  # noqa: E402
+from backends.c.codegen import STREAM_CHUNK  # noqa: E402
 from backends.c.streaming import STREAM_FENCE_C  # noqa: E402
 from backends.c.vectors import VECTOR_C  # noqa: E402
 from pipeline import float64  # noqa: E402
@@ -76,8 +77,12 @@ def test_hdiff_stores_its_output_vectors_straight_to_the_rows(tmp_path: Path) ->
     loop = _fused_loop(text)
     assert "sf_vput(&w_out[x_K - c_K], " in loop
     assert "sf_vstore(&t_lap_field[" in loop and "sf_vload(&p_inp[" in loop
-    # Past the caches only on the parallel path, and only on a row aligned to a vector.
-    assert "const int nt_out = nt && ((uintptr_t)w_out & (sizeof(sf_vf64) - 1)) == 0;" in text
+    # Past the caches only on the parallel path: straight from the loop on a row aligned to
+    # a vector, from the row buffer on another.
+    assert "const int nt_out = nt && ((uintptr_t)r_out & (sizeof(sf_vf64) - 1)) == 0;" in text
+    assert "double* restrict w_out = b_out ? o_out : r_out;" in text
+    stream = "if (b_out) sf_stream_row(r_out, o_out, (hi_K - lo_K) * (int64_t)sizeof(double), 1);"
+    assert stream in text
     tile = text[text.index("sf_stencil_0_tile(") : text.index("int sf_stencil_0(")]
     assert "sf_stream_row(p_out" not in tile
 
@@ -87,20 +92,26 @@ def test_hdiff_stores_its_output_vectors_straight_to_the_rows(tmp_path: Path) ->
     [None, ("-O3", "-march=x86-64", "-ffp-contract=off", "-fno-math-errno")],
     ids=["native", "sse2"],
 )
-@pytest.mark.parametrize("misaligned", ["none", "out", "inp"])
+@pytest.mark.parametrize(
+    ("misaligned", "offset"),
+    [((), 0), (("out",), 1), (("out",), 2), (("out",), 3), (("out",), 6), (("inp",), 2),
+     (("inp", "out"), 2), (("inp", "out"), 5)],
+    ids=["aligned", "out+1", "out+2", "out+3", "out+6", "inp+2", "both+2", "both+5"],
+)
 def test_vectorized_hdiff_matches_numpy(
-    tmp_path: Path, flags: tuple[str, ...] | None, misaligned: str
+    tmp_path: Path, flags: tuple[str, ...] | None, misaligned: tuple[str, ...], offset: int
 ) -> None:
-    # An output row off a vector boundary takes plain vector stores; on this small grid
-    # the parallel path streams the others (streaming_min_bytes=0).
+    # Rows ``offset`` doubles past a 64-byte boundary: an output's goes through the row
+    # buffer. On this small grid the parallel path streams (streaming_min_bytes=0).
     rng = np.random.default_rng(3)
     backend = streaming(tmp_path, flags)
-    wide = 17 if misaligned != "none" else 16
 
     def field(name: str) -> np.ndarray:
-        base = allocators.empty((40, 37, wide), float64, allocator=backend)
+        base = allocators.empty((40, 37, 24), float64, allocator=backend)
+        assert base.ctypes.data % 64 == 0
         base[...] = rng.standard_normal(base.shape)
-        return base[:, :, 1:] if misaligned == name else base[:, :, :16]
+        start = offset if name in misaligned else 0
+        return base[:, :, start : start + 16]
 
     inp, out = field("inp"), field("out")
     expected = out.copy()
@@ -108,6 +119,29 @@ def test_vectorized_hdiff_matches_numpy(
 
     program = stencils.hdiff_program.with_backend(backend)
     assert VECTOR_LOOP in program.lower(inp, 0.07, out).as_text()
+    program(inp, 0.07, out)
+
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_a_row_longer_than_the_row_buffer_stores_plainly_off_a_boundary(tmp_path: Path) -> None:
+    # 264 points per row outgrow the 256-point row buffer: a misaligned row takes plain
+    # vector stores, an aligned one still streams.
+    rng = np.random.default_rng(11)
+    backend = streaming(tmp_path)
+    extent = STREAM_CHUNK + 8
+    base = allocators.empty((12, 11, extent + 8), float64, allocator=backend)
+    base[...] = rng.standard_normal(base.shape)
+    inp = base[:, :, :extent]
+    out = allocators.empty((12, 11, extent + 8), float64, allocator=backend)[:, :, 3 : 3 + extent]
+    out[...] = 0.0
+    expected = out.copy()
+    stencils.hdiff_reference(inp, 0.07, expected)
+
+    program = stencils.hdiff_program.with_backend(backend)
+    text = program.lower(inp, 0.07, out).as_text()
+    assert VECTOR_LOOP in text and "b_out" not in text
+    assert "const int nt_out = nt && ((uintptr_t)w_out & (sizeof(sf_vf64) - 1)) == 0;" in text
     program(inp, 0.07, out)
 
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
