@@ -13,10 +13,11 @@ faster in a standalone harness, within the noise in the program's own shared obj
 0009).
 
 ``vectorizable`` says which stencils qualify: every value float64, built from fields
-contiguous along the inner dimension, temporaries, scalars and literals with ``+ - * /``, negation, ``where`` on a comparison
-and ``astype`` to float64; no temporary read at a shifted inner position (the loop's lanes
-would see each other's stores); every output streamed; and a compile-time inner extent
-that a whole number of vectors covers on every target (a multiple of 8).
+contiguous along the inner dimension, temporaries, scalars and literals with ``+ - * /``,
+negation, ``where`` on a comparison and ``astype`` to float64; no temporary read at a
+shifted inner position (the loop's lanes would see each other's stores); every output
+streamed; and a compile-time inner extent that a whole number of vectors covers on every
+target (a multiple of 8).
 """
 
 from __future__ import annotations
