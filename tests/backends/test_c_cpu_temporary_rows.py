@@ -8,7 +8,9 @@ position matter. No timing is asserted.
 """
 
 import re
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import attrs
@@ -22,7 +24,7 @@ for path in (str(_HERE), str(_HERE.parent / "dsl")):
 
 import corpus  # noqa: E402
 from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper  # noqa: E402
+from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
 from test_c_cpu_variants import (  # noqa: E402
     choice_records,
     measurements,
@@ -218,3 +220,74 @@ def test_rows_of_recomputed_temporaries_are_refused_at_construction():
     # Either option alone, or rows with temporaries left open, is a valid request.
     CTranslation(temporaries=False, temporary_rows=False)
     CTranslation(temporary_rows=True)
+
+
+def test_threads_take_tiles_with_temporaries_as_they_come_and_stream_tiles_statically(
+    rows_backends,
+):
+    # A thread slowed by other work must not hold back a compute-heavy call (ADR 0009).
+    inp = np.zeros((40, 37, 5))
+    hdiff_text = stencils.hdiff_program.with_backend(rows_backends["rows-2x3"]).lower(
+        inp, 0.1, inp.copy()
+    ).as_text()
+    lap_text = stencils.lap.with_backend(rows_backends["rows-2x3"]).lower(
+        inp, inp.copy()
+    ).as_text()
+
+    assert "#pragma omp for schedule(dynamic)" in hdiff_text
+    assert "schedule(static)" not in hdiff_text
+    assert "#pragma omp parallel for schedule(static)" in lap_text
+    assert "schedule(dynamic)" not in lap_text
+
+
+_MANY_THREADS = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    import numpy as np
+    from c_programs import stencils
+    from backends import CompiledBackend
+    from backends.c import CTranslation, c_cpu_pipeline
+    from backends.c.variants import ROW_PREFETCH_DISTANCE
+    import allocators
+
+    translation = CTranslation(
+        temporaries=True, temporary_rows=True, tile_sizes=(3, 4),
+        prefetch_distance=ROW_PREFETCH_DISTANCE, streaming_stores=True,
+        streaming_min_bytes=0, parallel_min_points=0,
+    )
+    backend = CompiledBackend(
+        "rows_many_threads", allocators.NumPyBufferAllocator(),
+        c_cpu_pipeline(Path(sys.argv[1]), translation=translation),
+    )
+    hdiff = stencils.hdiff_program.with_backend(backend)
+    worst = 0.0
+    for seed, shape in enumerate([(29, 31, 8), (64, 17, 3), (11, 70, 16)]):
+        inp = np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
+        expected = np.full(shape, 7.0)
+        stencils.hdiff_reference(inp, 0.025, expected)
+        for _ in range(20):
+            out = np.full(shape, 7.0)
+            hdiff(inp, 0.025, out)
+            worst = max(worst, float(np.abs(out - expected).max()))
+    print(worst)
+    """
+)
+
+
+def test_tiles_taken_in_any_order_by_more_threads_than_cores_give_numpys_result(tmp_path):
+    # Each tile's sweep must depend on nothing another tile (or an earlier tile of the same
+    # thread) left in the per-thread buffers: under the dynamic schedule either may happen.
+    compiler = CompilerWrapper(tmp_path / "cc")
+
+    done = subprocess.run(
+        [sys.executable, "-c", _MANY_THREADS, str(tmp_path / "cache")],
+        env=worker_environment(tmp_path / "cache", compiler, OMP_NUM_THREADS="5"),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert float(done.stdout.split()[-1]) == 0.0

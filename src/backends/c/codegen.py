@@ -829,7 +829,12 @@ class _StencilGenerator:
             lines.append("            #pragma omp atomic read")
             lines.append("            failed_now = failed;")
             lines.append("            if (!failed_now) {")
-            lines += self._tile_loop("            ", "#pragma omp for schedule(static)", call)
+            # Tiles with temporaries are compute-heavy: a thread that loses part of its core
+            # (another process, the kernel) would hold the whole call back under a static
+            # split, so idle threads take the next tile instead. Streams without temporaries
+            # keep the static split: a thread's tiles stay contiguous for the prefetchers,
+            # and dynamic tiles measured slower there (ADR 0009).
+            lines += self._tile_loop("            ", "#pragma omp for schedule(dynamic)", call)
             lines.append("            }")
             lines += self._release(temps, "            ")
             lines.append("        }")
@@ -974,7 +979,7 @@ class _StencilGenerator:
         order) that runs ``call`` with ``tb``/``te`` set, under ``pragma``.
 
         One loop over the tiles' linear index rather than ``collapse`` of one loop per outer
-        dimension: OpenMP's static schedule splits both the same way, but gcc's code for a
+        dimension: OpenMP's schedules split both the same way, but gcc's code for a
         collapsed nest (trip counts, empty-loop tests) costs more to build (ADR 0018).
         """
         outer = self.dims[:-1]
