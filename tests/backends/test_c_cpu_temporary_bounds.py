@@ -8,7 +8,6 @@ The call runs in a subprocess, so a crash fails the test instead of ending the r
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -21,7 +20,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
+from c_programs.support import CompilerWrapper, run_script  # noqa: E402
 
 from backends.loops import StencilLayout  # noqa: E402
 
@@ -78,17 +77,9 @@ def test_a_temporary_is_computed_only_where_it_is_read_not_past_the_arrays_end(t
     (tmp_path / "one_sided.py").write_text(_ONE_SIDED)
     compiler = CompilerWrapper(tmp_path / "cc")
 
-    done = subprocess.run(
-        [sys.executable, "-c", _AT_THE_END_OF_MEMORY, str(tmp_path)],
-        env=worker_environment(tmp_path / "cache", compiler),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    printed = run_script(_AT_THE_END_OF_MEMORY, tmp_path / "cache", compiler, str(tmp_path))
 
-    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
-    assert float(done.stdout.split()[-1]) == 0.0
+    assert float(printed.split()[-1]) == 0.0
 
 
 def test_a_local_extent_is_the_box_of_its_reads_without_the_output_point():

@@ -8,7 +8,6 @@ position matter. No timing is asserted.
 """
 
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -24,7 +23,7 @@ for path in (str(_HERE), str(_HERE.parent / "dsl")):
 
 import corpus  # noqa: E402
 from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
+from c_programs.support import CompilerWrapper, run_script  # noqa: E402
 from test_c_cpu_variants import (  # noqa: E402
     choice_records,
     measurements,
@@ -280,14 +279,7 @@ def test_tiles_taken_in_any_order_by_more_threads_than_cores_give_numpys_result(
     # thread) left in the per-thread buffers: under the dynamic schedule either may happen.
     compiler = CompilerWrapper(tmp_path / "cc")
 
-    done = subprocess.run(
-        [sys.executable, "-c", _MANY_THREADS, str(tmp_path / "cache")],
-        env=worker_environment(tmp_path / "cache", compiler, OMP_NUM_THREADS="5"),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    cache = tmp_path / "cache"
+    printed = run_script(_MANY_THREADS, cache, compiler, str(cache), OMP_NUM_THREADS="5")
 
-    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
-    assert float(done.stdout.split()[-1]) == 0.0
+    assert float(printed.split()[-1]) == 0.0

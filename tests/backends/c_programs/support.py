@@ -99,6 +99,23 @@ def worker_environment(cache: Path, compiler: CompilerWrapper, **extra: str) -> 
     return env
 
 
+def run_script(
+    script: str, cache: Path, compiler: CompilerWrapper, *arguments: str, **extra: str
+) -> str:
+    """Run ``python -c script *arguments`` as a worker would (``worker_environment``) and
+    return what it printed; a non-zero exit fails the calling test with its stderr's tail."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *arguments],
+        env=worker_environment(cache, compiler, **extra),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    return done.stdout
+
+
 def start_worker(
     cache: Path, compiler: CompilerWrapper, *arguments: str, **extra: str
 ) -> subprocess.Popen[str]:
