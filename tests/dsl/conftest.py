@@ -141,7 +141,7 @@ def _to_backend_array(host: np.ndarray, backend: Any) -> Any:
     if isinstance(array, np.ndarray):
         array[...] = host
     elif type(array).__module__.startswith("cupy"):
-        array.set(np.ascontiguousarray(host))
+        array.set(np.require(host, requirements="C"))  # ascontiguousarray makes 0-d 1-d
     else:
         raise TypeError(
             f"backend {backend.name!r} allocated a {type(array).__qualname__}; "

@@ -308,7 +308,8 @@ class SDFGProgram:
                     args[i].shape,
                     args[i].strides,
                     args[i].dtype,
-                    i in self._written,
+                    # Only host arrays can be read-only; CuPy's have no such flag.
+                    i in self._written and isinstance(args[i], np.ndarray),
                 )
                 for i in self._fields
             ),

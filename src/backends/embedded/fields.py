@@ -427,10 +427,12 @@ def _host_gamma(a: Any) -> Any:
 def _gamma(ns: Any, a: Any) -> Any:
     """``tgamma`` elementwise: no array namespace has it, so it runs on the host (on JAX as a
     callback, so that it also runs where ``jax.jit`` traces the definition)."""
-    if namespace_name(ns).startswith("jax"):
+    name = namespace_name(ns)
+    if name.startswith("jax"):
         jax = importlib.import_module("jax")  # imported: its namespace was passed in
         return jax.pure_callback(_host_gamma, jax.ShapeDtypeStruct(a.shape, a.dtype), a)
-    return ns.asarray(_host_gamma(a), dtype=a.dtype)
+    host = a.get() if name.startswith("cupy") else a  # CuPy copies to the host only if asked
+    return ns.asarray(_host_gamma(host), dtype=a.dtype)
 
 
 def _is_scalar(value: Any) -> bool:
