@@ -75,7 +75,7 @@ def test_points_put_the_innermost_dimension_on_x_and_loop_over_nothing():
     (plan,) = _translate("hdiff").metadata.kernels
     assert plan.threads == (("K",), ("J",), ("I",))
     assert plan.sequential is None
-    assert plan.block == (32, 8, 1)
+    assert plan.block == (16, 8, 1)
 
 
 def test_columns_loop_over_the_innermost_dimension_in_each_thread():
@@ -83,15 +83,26 @@ def test_columns_loop_over_the_innermost_dimension_in_each_thread():
     (plan,) = source.metadata.kernels
     assert plan.threads == (("J",), ("I",), ())
     assert plan.sequential == "K"
-    assert plan.block == (32, 8, 1)  # z's threads fold into y: none here
+    assert plan.block == (16, 8, 1)  # z's threads fold into y: none here
     assert "for (int64_t x_K = lo_K; x_K < hi_K; ++x_K)" in source.text
+
+
+def test_reads_add_constant_multiples_of_strides_to_the_points_offset():
+    text = _translate("hdiff").text
+    assert "const int64_t o_inp = x_I * s_inp_0 + x_J * s_inp_1 + x_K;" in text
+    assert "p_inp[o_inp + 1 * s_inp_0 + -1 * s_inp_1]" in text
+    assert "p_out[o_out] = " in text
+    # The columns kernel's point leaves out its loop's dimension.
+    columns = _translate("hdiff", parallelization="columns").text
+    assert "const int64_t o_inp = x_I * s_inp_0 + x_J * s_inp_1;" in columns
+    assert "p_inp[o_inp + 2 * s_inp_0 + x_K]" in columns
 
 
 def test_a_block_keeps_its_threads_when_the_kernel_has_fewer_grid_axes():
     (plan,) = _translate("scan_backward_along_i_mixed_carry").metadata.kernels
     assert plan.sequential == "I"
     assert plan.threads == (("J",), (), ())
-    assert plan.block == (256, 1, 1)
+    assert plan.block == (128, 1, 1)
     (single,) = _translate("scan_one_column").metadata.kernels
     assert single.threads == ((), (), ()) and single.block == (1, 1, 1)
 
@@ -186,8 +197,8 @@ def _plan(name, **options):
 def test_the_grid_covers_the_domain_with_whole_blocks():
     plan = _plan("laplacian")
     grid, block = grid_for(plan, {"I": (1, 511), "J": (1, 511), "K": (0, 80)})
-    assert block == (32, 8, 1)
-    assert grid == (3, 64, 510)  # 80 levels on x, 510 rows of J on y, 510 of I on z
+    assert block == (16, 8, 1)
+    assert grid == (5, 64, 510)  # 80 levels on x, 510 rows of J on y, 510 of I on z
 
 
 def test_grids_beyond_the_y_and_z_limits_are_walked_in_grid_stride_loops():
@@ -197,6 +208,8 @@ def test_grids_beyond_the_y_and_z_limits_are_walked_in_grid_stride_loops():
     text = _translate("laplacian").text
     assert "x_J += (int64_t)gridDim.y * blockDim.y" in text
     assert "z += (int64_t)gridDim.z * blockDim.z" in text
+    # Almost always run once: not unrolled (unrolled, every thread set up four iterations).
+    assert text.count("#pragma unroll 1\n") == 2
 
 
 def test_an_empty_domain_launches_nothing():
@@ -457,6 +470,29 @@ def test_a_repeat_call_reuses_the_prepared_signature(monkeypatch):
     program(inp, other)  # new arguments: checked and prepared
     assert prepared == [1]
     assert float(other[3, 3, 1]) == -16.0
+
+
+@pytest.mark.requires_cupy
+@pytest.mark.requires_gpu
+def test_launches_go_to_cupys_current_stream_and_can_be_captured_in_a_graph():
+    import cupy  # noqa: PLC0415  (optional package, under its marker)
+
+    program = corpus.lap.with_backend(backends.cuda_gpu)
+    inp, out = cupy.ones((8, 7, 3)), cupy.zeros((8, 7, 3))
+    program(inp, out)  # prepares the signature outside the capture
+    cupy.cuda.Device().synchronize()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        # A launch on any other stream than the capturing one is an error during a capture.
+        stream.begin_capture()
+        program(inp, out)
+        graph = stream.end_capture()
+    inp[3, 3, 1] = 5.0
+    cupy.cuda.Device().synchronize()
+    assert float(out[3, 3, 1]) == 0.0  # captured, not run
+    graph.launch(stream)
+    stream.synchronize()
+    assert float(out[3, 3, 1]) == -16.0
 
 
 @pytest.mark.requires_cupy

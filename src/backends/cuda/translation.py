@@ -98,18 +98,18 @@ class CudaTranslation:
         parallelization: how a stencil without scans spreads over threads: ``"points"``, a
             thread per point (a 3-D grid, x along the innermost dimension, so warps read
             contiguous memory), or ``"columns"``, a thread per point of the other dimensions
-            looping over the innermost. The default is to be chosen by measurement on the
-            device (no GPU was available when it was set; ``points`` is the one whose loads
-            coalesce when the innermost dimension is contiguous). Stencils with scans always
-            loop along the scan's axis.
+            looping over the innermost. ``points`` is the default: on an H200 it ran
+            laplacian and hdiff (512x512x80) 3.7-4.5x faster than ``columns``, whose loads
+            do not coalesce. Stencils with scans always loop along the scan's axis.
         block: threads per block along x, y and z (product at most 1024); a kernel with
-            fewer grid axes folds the unused ones into the axis below.
+            fewer grid axes folds the unused ones into the axis below. The default, 16x8x1,
+            was the fastest of 18 shapes for both workloads on an H200 (ADR 0016).
     """
 
     parallelization: str = attrs.field(
         default="points", validator=attrs.validators.in_(PARALLELIZATIONS)
     )
-    block: tuple[int, int, int] = attrs.field(default=(32, 8, 1), validator=_block)
+    block: tuple[int, int, int] = attrs.field(default=(16, 8, 1), validator=_block)
     emits: SourceFormat = attrs.field(default=CUDA_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
