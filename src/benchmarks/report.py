@@ -133,20 +133,22 @@ def format_report(report: Report) -> str:
         f"copy bandwidth (the limit): {copy.bytes_per_second / 1e9:.1f} GB/s "
         f"(read + write, {copy.array_bytes // 2**20} MiB arrays, {copy.method}"
         f"{_measurements(copy.measurements)})",
-        "vs NumPy = NumPy median / backend median (>1: faster than NumPy); "
+        "vs NumPy = NumPy's time / the backend's, the median of the ratios of the rounds in "
+        "which the rows were timed together (>1: faster than NumPy); "
         "of copy BW = (input + output bytes / median) / copy bandwidth; best of copy BW uses "
         "the minimum (best against best, as STREAM reports the copy kernel); rows whose arrays "
         "exceed the last-level cache are timed beside the copy kernel (one copy before each "
         "sample; copy beside = its median) and compared with it, the others with the limit "
         "above",
         "mark: * = the fastest row of its workload and size; ours Nx vs P = our best "
-        "backend's ratio to the best peer P (P's median / ours: >1, ours is faster)",
+        "backend's ratio to the best peer P (P's time / ours, round by round: >1, ours is "
+        "faster)",
         "",
         *_rows_table(report.rows),
     ]
     if any(row.kind == PEER for row in report.rows):
-        out += ["", "Our best backend against the best peer (median; ours vs best peer > 1: "
-                "ours is faster):", *_standings_table(report.rows)]
+        out += ["", "Our best backend against the best peer (medians; ours vs best peer, "
+                "round by round, > 1: ours is faster):", *_standings_table(report.rows)]
     failed = [row for row in report.rows if row.status == FAILED]
     if failed:
         out += ["", "FAILED rows (not timed):"]
@@ -194,13 +196,15 @@ def write_json(report: Report, path: Path) -> None:
 
 
 def write_csv(rows: Sequence[Row], path: Path) -> None:
-    """Write one line per row, every ``Row`` field a column (shape as ``16x16x8``)."""
+    """Write one line per row, every ``Row`` field a column (shape as ``16x16x8``, the round
+    medians space-separated)."""
     names = [field.name for field in attrs.fields(Row)]
     with path.open("w", newline="") as stream:
         writer = csv.DictWriter(stream, fieldnames=names)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**row.to_dict(), "shape": _grid(row)})
+            medians = " ".join(f"{value:.6g}" for value in row.round_medians)
+            writer.writerow({**row.to_dict(), "shape": _grid(row), "round_medians": medians})
 
 
 def _measurements(measurements: tuple[float, ...]) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 
 import attrs
 
-from benchmarks.timing import Timing
+from benchmarks.timing import Timing, paired_ratio
 
-__all__ = ["FAILED", "OK", "SKIPPED", "Row", "with_derived"]
+__all__ = ["FAILED", "OK", "SKIPPED", "Row", "ratio", "with_derived"]
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 
@@ -26,7 +26,8 @@ class Row:
     """One measurement. Times are seconds; ratios are plain numbers.
 
     Attributes:
-        ratio_to_numpy: NumPy's median / this median (> 1: faster than NumPy).
+        ratio_to_numpy: NumPy's time / this row's (> 1: faster than NumPy), as ``ratio``
+            takes it.
         copy_bandwidth: bytes per second of the copy kernel's median, timed once before each
             sample of this row (rows whose arrays exceed the last-level cache); ``None``: the
             run's copy bandwidth applies.
@@ -39,6 +40,8 @@ class Row:
         first_call_seconds: the first call (compiles on compiled backends unless done before).
         direct_call_seconds: median of the loaded executable called directly (small grid,
             compiled backends): the difference to ``median`` is argument checks and dispatch.
+        round_medians: the median of each round's samples, when the row was timed in rounds
+            with the others of its workload and size (``timing.time_in_rounds``).
     """
 
     workload: str
@@ -61,6 +64,7 @@ class Row:
     best_copy_bandwidth: float | None = None
     copy_fraction: float | None = None
     best_copy_fraction: float | None = None
+    round_medians: tuple[float, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -76,6 +80,7 @@ class Row:
             minimum=timing.minimum,
             maximum=timing.maximum,
             samples=timing.samples,
+            round_medians=timing.rounds,
         )
         if timing.reference is None or reference_bytes is None:
             return row
@@ -97,18 +102,29 @@ class Row:
         known = {field.name for field in attrs.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["shape"] = tuple(values.get("shape", ()))
+        values["round_medians"] = tuple(values.get("round_medians", ()))
         return cls(**values)
+
+
+def ratio(slower: Row, faster: Row) -> float | None:
+    """How many times ``faster``'s time ``slower`` takes (``None`` unless both were timed):
+    round by round when the two were timed in the same rounds (``timing.paired_ratio``: the
+    median of the rounds' ratios), else the ratio of their medians."""
+    if not slower.median or not faster.median:
+        return None
+    paired = paired_ratio(slower.round_medians, faster.round_medians)
+    return paired if paired is not None else slower.median / faster.median
 
 
 def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
     """Fill ``ratio_to_numpy`` and the copy fractions of every timed row.
 
-    The NumPy median of the same (workload, size) is the ratio's numerator; rows without one
-    (or untimed rows) keep ``None``. A row timed next to the copy kernel is compared with its
-    own copy bandwidth, any other with ``copy_bytes_per_second`` (the run's).
+    The NumPy row of the same (workload, size) is the ratio's numerator (``ratio``); rows
+    without one (or untimed rows) keep ``None``. A row timed next to the copy kernel is
+    compared with its own copy bandwidth, any other with ``copy_bytes_per_second`` (the run's).
     """
-    numpy_median = {
-        (row.workload, row.size): row.median
+    numpy_row = {
+        (row.workload, row.size): row
         for row in rows
         if row.kind == REFERENCE and row.median
     }
@@ -117,13 +133,13 @@ def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
         if not row.median:
             derived.append(row)
             continue
-        reference = numpy_median.get((row.workload, row.size))
+        reference = numpy_row.get((row.workload, row.size))
         copy = row.copy_bandwidth or copy_bytes_per_second
         best_copy = row.best_copy_bandwidth or copy_bytes_per_second
         derived.append(
             attrs.evolve(
                 row,
-                ratio_to_numpy=reference / row.median if reference else None,
+                ratio_to_numpy=ratio(reference, row) if reference else None,
                 copy_fraction=row.bytes_per_call / row.median / copy,
                 best_copy_fraction=(
                     row.bytes_per_call / row.minimum / best_copy if row.minimum else None

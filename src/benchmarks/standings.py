@@ -3,7 +3,8 @@
 ``standings(rows)`` reads the verified, timed rows of one run and returns one ``Standing`` per
 (workload, size), in the order the rows came: the fastest row of any kind (NumPy, a
 stencilforge backend, a peer), the fastest stencilforge backend, the fastest peer, and the
-ratio of the two (the peer's median over ours: above 1, ours is faster).
+ratio of the two (the peer's time over ours, round by round as ``results.ratio`` takes it:
+above 1, ours is faster).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from benchmarks.results import BACKEND, OK, PEER, Row
+from benchmarks.results import BACKEND, OK, PEER, Row, ratio
 
 __all__ = ["Standing", "standings"]
 
@@ -25,8 +26,8 @@ class Standing:
         fastest: the backend (or ``"numpy"``, or the peer) with the smallest median.
         best_ours: the fastest stencilforge backend, ``None`` if none was timed.
         best_peer: the fastest peer, ``None`` if none was timed.
-        ratio_to_best_peer: the best peer's median / our best backend's median (> 1: ours is
-            faster); ``None`` without both.
+        ratio_to_best_peer: the best peer's time / our best backend's (> 1: ours is faster),
+            compared round by round (``results.ratio``); ``None`` without both.
     """
 
     workload: str
@@ -36,16 +37,11 @@ class Standing:
     best_ours_median: float | None
     best_peer: str | None
     best_peer_median: float | None
-
-    @property
-    def ratio_to_best_peer(self) -> float | None:
-        if self.best_ours_median is None or self.best_peer_median is None:
-            return None
-        return self.best_peer_median / self.best_ours_median
+    ratio_to_best_peer: float | None
 
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dictionary, the ratio included."""
-        return {**attrs.asdict(self), "ratio_to_best_peer": self.ratio_to_best_peer}
+        """A JSON-ready dictionary."""
+        return attrs.asdict(self)
 
 
 def _fastest(rows: list[Row]) -> Row | None:
@@ -68,5 +64,6 @@ def standings(rows: Iterable[Row]) -> tuple[Standing, ...]:
             workload, size, fastest.backend,
             ours.backend if ours else None, ours.median if ours else None,
             peer.backend if peer else None, peer.median if peer else None,
+            ratio(peer, ours) if peer and ours else None,
         ))
     return tuple(result)

@@ -13,6 +13,12 @@ a call's predecessor matters: OpenMP worker threads spin for milliseconds after 
 call returns, taking a core from whatever runs next. Rotated by one, the order gave each call
 the same predecessor in every round, and on a 2-core machine the row timed after a parallel
 backend was 1.5x slower than the same row timed after a serial one.
+
+Two calls timed in the same rounds are compared round by round (``paired_ratio``): the median
+of the ratios of their medians in each round. Where the machine switches between speeds that
+every call shares (a VM's small JAX calls take 22, 48 or 77 us for stretches of rounds), each
+call's median over the run falls on whichever mode held half its samples, and two calls whose
+rounds agree to within 10% could show a ratio of 2.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-__all__ = ["TimedCall", "Timing", "time_calls", "time_in_rounds"]
+__all__ = ["TimedCall", "Timing", "paired_ratio", "time_calls", "time_in_rounds"]
 
 
 @attrs.frozen
@@ -38,6 +44,9 @@ class Timing:
     samples: int
     #: the reference call, timed once right before each sample (``None``: none was given)
     reference: Timing | None = None
+    #: per round of ``time_in_rounds``, the median of the samples taken in it (empty: the call
+    #: was timed alone, by ``time_calls``)
+    rounds: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, seconds: list[float]) -> Timing:
@@ -120,10 +129,12 @@ def time_in_rounds(
             results[index] = error
     seconds: list[list[float]] = [[] for _ in calls]
     reference_seconds: list[list[float]] = [[] for _ in calls]
+    round_medians: list[list[float]] = [[] for _ in calls]
     for turn in range(rounds):
         # Round ``turn`` brings every call up to its share of ``repeat`` samples so far.
         target = repeat * (turn + 1) // rounds
         for index in _round_order(len(calls), turn):
+            start = len(seconds[index])
             try:
                 while results[index] is None and len(seconds[index]) < target:
                     if reference is not None:
@@ -131,12 +142,25 @@ def time_in_rounds(
                     seconds[index].append(_batch_seconds(calls[index], batches[index]))
             except Exception as error:  # reported in the call's place
                 results[index] = error
+            if results[index] is None and len(seconds[index]) > start:
+                round_medians[index].append(statistics.median(seconds[index][start:]))
     return [
-        result if result is not None else _summary(samples, reference_samples)
-        for result, samples, reference_samples in zip(
-            results, seconds, reference_seconds, strict=True
+        result
+        if result is not None
+        else attrs.evolve(_summary(samples, reference_samples), rounds=tuple(medians))
+        for result, samples, reference_samples, medians in zip(
+            results, seconds, reference_seconds, round_medians, strict=True
         )
     ]
+
+
+def paired_ratio(numerator: Sequence[float], denominator: Sequence[float]) -> float | None:
+    """The median over rounds of ``numerator[i] / denominator[i]``: two calls' ``rounds``
+    compared round by round (see the module's docstring); ``None`` unless both were timed in
+    the same rounds (as many of them, none empty)."""
+    if not numerator or len(numerator) != len(denominator) or not all(denominator):
+        return None
+    return statistics.median(n / d for n, d in zip(numerator, denominator, strict=True))
 
 
 def _round_order(count: int, turn: int) -> list[int]:

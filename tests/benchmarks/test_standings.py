@@ -3,10 +3,23 @@ best peer."""
 
 from __future__ import annotations
 
+import json
+
+import attrs
 import pytest
 
 from benchmarks.report import _rows_table, _standings_table
-from benchmarks.results import BACKEND, FAILED, OK, PEER, REFERENCE, SKIPPED, Row
+from benchmarks.results import (
+    BACKEND,
+    FAILED,
+    OK,
+    PEER,
+    REFERENCE,
+    SKIPPED,
+    Row,
+    ratio,
+    with_derived,
+)
 from benchmarks.standings import standings
 
 
@@ -88,3 +101,26 @@ def test_standings_go_into_the_json(tmp_path):
     data = to_json(_Report())  # type: ignore[arg-type]
     assert [s["fastest"] for s in data["standings"]] == ["c_cpu", "numba"]
     assert data["standings"][0]["ratio_to_best_peer"] == pytest.approx(2.0)
+
+
+def test_rows_timed_in_the_same_rounds_are_compared_round_by_round():
+    # The machine switched between 22 and 48 us for both rows; each median fell on another mode.
+    modes = (22e-6, 22e-6, 48e-6, 48e-6, 22e-6)
+    ours = attrs.evolve(_row("jax_jit", BACKEND, 48e-6), round_medians=(22e-6, 48e-6, 48e-6,
+                                                                         48e-6, 22e-6))
+    peer = attrs.evolve(_row("jax", PEER, 22e-6), round_medians=modes)
+    numpy_row = attrs.evolve(_row("numpy", REFERENCE, 96e-6),
+                             round_medians=tuple(2 * m for m in modes))
+    (standing,) = standings([numpy_row, ours, peer])
+    assert standing.best_peer_median / standing.best_ours_median < 0.5  # the medians' story
+    assert standing.ratio_to_best_peer == pytest.approx(1.0)
+    derived = {row.backend: row for row in with_derived([numpy_row, ours, peer], 1e9)}
+    assert derived["jax"].ratio_to_numpy == pytest.approx(2.0)
+    assert derived["jax_jit"].ratio_to_numpy == pytest.approx(2.0)
+    # Without rounds (timed alone), the medians are compared.
+    assert ratio(_row("numpy", REFERENCE, 96e-6), ours) == pytest.approx(2.0)
+
+
+def test_round_medians_survive_the_json_round_trip():
+    row = attrs.evolve(_row("c_cpu", BACKEND, 3e-6), round_medians=(3e-6, 4e-6))
+    assert Row.from_dict(json.loads(json.dumps(row.to_dict()))) == row

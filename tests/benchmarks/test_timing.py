@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from benchmarks.timing import MIN_SAMPLE_SECONDS, TimedCall, Timing, time_calls, time_in_rounds
+from benchmarks.timing import (
+    MIN_SAMPLE_SECONDS,
+    TimedCall,
+    Timing,
+    paired_ratio,
+    time_calls,
+    time_in_rounds,
+)
 
 
 def test_short_calls_are_timed_in_batches_and_reported_per_call():
@@ -121,3 +131,46 @@ def test_fewer_samples_than_rounds_mean_fewer_rounds():
     events: list[str] = []
     timings = time_in_rounds([_long_call("a", events)], repeat=2, rounds=10)
     assert isinstance(timings[0], Timing) and timings[0].samples == 2
+
+
+def test_each_call_records_the_median_of_every_round():
+    # A call that is slow in rounds 2 and 3 only: its rounds show it, in round order.
+    count = 0
+
+    def moody() -> None:
+        nonlocal count
+        count += 1  # 1: calibration; then two samples a round
+        slow = 6 <= count <= 9
+        time.sleep(MIN_SAMPLE_SECONDS * (30 if slow else 1.5))
+
+    events: list[str] = []
+    timings = time_in_rounds([TimedCall(moody), _long_call("b", events)], repeat=10, rounds=5)
+    moody_timing, steady = timings
+    assert isinstance(moody_timing, Timing) and isinstance(steady, Timing)
+    assert len(moody_timing.rounds) == len(steady.rounds) == 5
+    fast = max(moody_timing.rounds[i] for i in (0, 1, 4))
+    assert min(moody_timing.rounds[2:4]) > 5 * fast
+    assert time_calls(moody, 2).rounds == ()  # timed alone: no rounds
+
+
+def test_a_paired_ratio_follows_the_rounds_where_the_medians_jump_between_modes():
+    # Both calls share the machine's modes (22 and 48 us); b was 5% slower in every round.
+    modes = [22e-6] * 5 + [48e-6] * 4 + [22e-6, 48e-6]
+    a = modes[:5] + modes[5:9] + [48e-6, 48e-6]  # 6 of 11 rounds slow: median 48 us
+    b = [m * 1.05 for m in modes]  # 5 of 11 rounds slow: median 23 us
+    assert statistics.median(a) / statistics.median(b) > 1.9
+    assert paired_ratio(a, b) == pytest.approx(1 / 1.05)
+
+
+def test_a_paired_ratio_needs_the_same_rounds():
+    assert paired_ratio([], []) is None
+    assert paired_ratio([1.0, 2.0], [1.0]) is None
+    assert paired_ratio([1.0], [0.0]) is None
+
+
+@given(
+    st.lists(st.floats(1e-7, 1.0), min_size=1, max_size=30),
+    st.floats(0.01, 100.0),
+)
+def test_a_paired_ratio_of_a_scaled_copy_is_the_scale(rounds, scale):
+    assert paired_ratio([r * scale for r in rounds], rounds) == pytest.approx(scale)
