@@ -964,12 +964,40 @@ def test_cpu_builds_link_with_gold_where_installed_and_the_linker_is_in_the_key(
     from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package)
     from pipeline.fingerprint import fingerprint  # noqa: PLC0415
 
+    from backends.dace.compilation import links_with_gold  # noqa: PLC0415
+
     cpu = SDFGCompilation("unused")
-    default = "-fuse-ld=gold" if shutil.which("ld.gold") else ""
+    default = "-fuse-ld=gold" if shutil.which("ld.gold") and links_with_gold("c++") else ""
     assert fingerprint(cpu) == fingerprint(attrs.evolve(cpu, linker_args=default))
     assert fingerprint(cpu) != fingerprint(attrs.evolve(cpu, linker_args="-fuse-ld=bfd"))
     cuda = SDFGCompilation("unused", device_type=DeviceType.CUDA)
     assert fingerprint(cuda) == fingerprint(attrs.evolve(cuda, linker_args=""))
+
+
+def test_a_gold_that_cannot_link_is_passed_over_and_the_build_still_links(
+    tmp_path, monkeypatch
+):
+    """As on a lent GPU machine, where gold could not open the toolchain's libstdc++ and
+    every dace_cpu build failed: installed is not enough, gold must link."""
+    import attrs  # noqa: PLC0415  (optional package, under its marker)
+
+    from backends.dace import compilation  # noqa: PLC0415  (optional package, under its marker)
+
+    broken = tmp_path / "bin" / "ld.gold"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'ld.gold: error: cannot open libstdc++.so' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{broken.parent}{os.pathsep}{os.environ['PATH']}")
+    compilation.links_with_gold.cache_clear()
+    try:
+        assert compilation.links_with_gold(compilation._cxx()) is False
+        step = attrs.evolve(
+            backends.dace_cpu.pipeline.compilation.step, build_directory=str(tmp_path / "dace")
+        )
+        assert step._linker_args() == ""
+        _hdiff_runs_like_numpy(step(_hdiff_source()))
+    finally:
+        compilation.links_with_gold.cache_clear()
 
 
 def test_light_frames_replace_dace_runtime_unless_the_code_names_it():

@@ -24,12 +24,15 @@ precompiled header, which costs more to load than such a unit takes to parse.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -82,6 +85,38 @@ def _default_cpu_args() -> str:
     )
 
 
+def _cxx() -> str:
+    """The C++ compiler DaCe's CMake build uses: ``$CXX``, else ``c++``."""
+    return os.environ.get("CXX") or "c++"
+
+
+@functools.cache
+def links_with_gold(compiler: str) -> bool:
+    """Whether ``compiler`` links a C++ shared library with gold (``-fuse-ld=gold``).
+
+    gold being installed is not enough: a compiler of another toolchain can hand gold a
+    ``libstdc++`` it cannot open, as on a lent GPU machine's image, where every dace_cpu
+    build failed in its link. One probe link (about 40 ms) per compiler and process, made
+    only where ``ld.gold`` is on the PATH.
+    """
+    if shutil.which("ld.gold") is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="stencilforge-gold-") as folder:
+        source = Path(folder) / "probe.cpp"
+        source.write_text("int sf_probe() { return 0; }\n")
+        command = [compiler, "-shared", "-fPIC", "-fuse-ld=gold", str(source), "-o",
+                   str(Path(folder) / "probe.so")]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                                    check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    if result.returncode != 0:
+        _log.info("not linking with gold: %s could not link with it (%s)", compiler,
+                  result.stderr.strip()[-300:])
+    return result.returncode == 0
+
+
 @attrs.frozen
 class SDFGCompilation:
     """Build an SDFG with DaCe into the build cache.
@@ -121,7 +156,7 @@ class SDFGCompilation:
             self.cpu_args,
             self.extra_cpu_args,
             self._linker_args(),
-            compiler_identity(os.environ.get("CXX") or "c++"),
+            compiler_identity(_cxx()),
             _dace_version(),
             package_version(),
             source_digest(sys.modules[__name__]),
@@ -132,7 +167,7 @@ class SDFGCompilation:
             return self.linker_args
         # gold links a library in half the time of the default linker (bfd): 0.05 against
         # 0.1 s here, twice a CPU build (the program's library and DaCe's stub).
-        gold = self.device_type == DeviceType.CPU and shutil.which("ld.gold") is not None
+        gold = self.device_type == DeviceType.CPU and links_with_gold(_cxx())
         return "-fuse-ld=gold" if gold else ""
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
