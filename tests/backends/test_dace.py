@@ -1102,17 +1102,7 @@ def test_a_repeat_call_on_dace_gpu_reuses_the_signature_of_its_cupy_arrays(monke
     # CuPy arrays have no writeable flag: the check of a prepared signature must not ask.
     import cupy  # noqa: PLC0415  (optional package, under its marker)
 
-    prog = corpus.lap.with_backend(backends.dace_gpu)
-    inp, out = cupy.ones((8, 7, 3)), cupy.zeros((8, 7, 3))
-    executable = prog.compile(inp, out).executable
-    executable(inp, out)
-    prepared = []
-    original = executable._prepare
-    monkeypatch.setattr(executable, "_prepare", lambda args: prepared.append(1) or original(args))
-    inp[3, 3, 1] = 5.0
-    executable(inp, out)
-    assert prepared == []
-    assert float(out[3, 3, 1]) == -16.0
+    _a_repeat_call_runs_on_the_first_calls_signature(backends.dace_gpu, cupy, monkeypatch)
 
 
 @pytest.mark.requires_cupy
@@ -1122,9 +1112,12 @@ def test_dace_gpu_refuses_numpy_arrays_like_every_backend():
         corpus.lap.with_backend(backends.dace_gpu)(np.ones((8, 7, 3)), np.zeros((8, 7, 3)))
 
 
-def test_the_executable_called_directly_reuses_the_prepared_signature(monkeypatch):
-    prog = corpus.lap.with_backend(backends.dace_cpu)
-    inp, out = np.ones((8, 7, 3)), np.zeros((8, 7, 3))
+def _a_repeat_call_runs_on_the_first_calls_signature(backend, xp, monkeypatch):
+    """lap's executable called twice on the same arrays of ``xp``, the input changed between:
+    the second call prepares nothing and sees the change. Returns the executable, the input
+    and the list that counts later preparations."""
+    prog = corpus.lap.with_backend(backend)
+    inp, out = xp.ones((8, 7, 3)), xp.zeros((8, 7, 3))
     executable = prog.compile(inp, out).executable
     executable(inp, out)
     prepared = []
@@ -1132,8 +1125,15 @@ def test_the_executable_called_directly_reuses_the_prepared_signature(monkeypatc
     monkeypatch.setattr(executable, "_prepare", lambda args: prepared.append(1) or original(args))
     inp[3, 3, 1] = 5.0
     executable(inp, out)
-    assert out[3, 3, 1] == -16.0
+    assert float(out[3, 3, 1]) == -16.0
     assert prepared == []  # the repeat call ran on the signature of the first
+    return executable, inp, prepared
+
+
+def test_the_executable_called_directly_reuses_the_prepared_signature(monkeypatch):
+    executable, inp, prepared = _a_repeat_call_runs_on_the_first_calls_signature(
+        backends.dace_cpu, np, monkeypatch
+    )
     other = np.zeros((8, 7, 3))
     executable(inp, other)  # new arguments: checked and prepared
     assert prepared == [1] and other[3, 3, 1] == -16.0
