@@ -106,17 +106,17 @@ def test_standings_go_into_the_json(tmp_path):
 def test_rows_timed_in_the_same_rounds_are_compared_round_by_round():
     # The machine switched between 22 and 48 us for both rows; each median fell on another mode.
     modes = (22e-6, 22e-6, 48e-6, 48e-6, 22e-6)
-    ours = attrs.evolve(_row("jax_jit", BACKEND, 48e-6), round_medians=(22e-6, 48e-6, 48e-6,
+    ours = attrs.evolve(_row("dace_cpu", BACKEND, 48e-6), round_medians=(22e-6, 48e-6, 48e-6,
                                                                          48e-6, 22e-6))
-    peer = attrs.evolve(_row("jax", PEER, 22e-6), round_medians=modes)
+    peer = attrs.evolve(_row("xla_peer", PEER, 22e-6), round_medians=modes)
     numpy_row = attrs.evolve(_row("numpy", REFERENCE, 96e-6),
                              round_medians=tuple(2 * m for m in modes))
     (standing,) = standings([numpy_row, ours, peer])
     assert standing.best_peer_median / standing.best_ours_median < 0.5  # the medians' story
     assert standing.ratio_to_best_peer == pytest.approx(1.0)
     derived = {row.backend: row for row in with_derived([numpy_row, ours, peer], 1e9)}
-    assert derived["jax"].ratio_to_numpy == pytest.approx(2.0)
-    assert derived["jax_jit"].ratio_to_numpy == pytest.approx(2.0)
+    assert derived["xla_peer"].ratio_to_numpy == pytest.approx(2.0)
+    assert derived["dace_cpu"].ratio_to_numpy == pytest.approx(2.0)
     # Without rounds (timed alone), the medians are compared.
     assert ratio(_row("numpy", REFERENCE, 96e-6), ours) == pytest.approx(2.0)
 
