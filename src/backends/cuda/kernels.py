@@ -183,7 +183,7 @@ class _KernelGenerator:
     def _point_offsets(self, indent: str) -> list[str]:
         """``o_<field>``, the thread's point in each field along the parallel dimensions:
         reads add constant multiples of strides to it. Computing every read's offset from the
-        indices instead cost the H200 a third of its bandwidth (72 registers a thread)."""
+        indices instead cost the H200 a quarter of its bandwidth (72 registers a thread)."""
         used = self._used_fields()
         lines = []
         for param in self.program.params:
