@@ -214,7 +214,7 @@ def test_rows_asked_for_are_measured_in_place_of_whole_tile_buffers(tmp_path):
 
 
 def test_rows_of_recomputed_temporaries_are_refused_at_construction():
-    with pytest.raises(ValueError, match="temporary_rows=True.*temporaries=False"):
+    with pytest.raises(ValueError, match=r"temporary_rows=True.*temporaries=False"):
         CTranslation(temporaries=False, temporary_rows=True)
     # Either option alone, or rows with temporaries left open, is a valid request.
     CTranslation(temporaries=False, temporary_rows=False)

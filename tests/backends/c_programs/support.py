@@ -22,10 +22,10 @@ _WRAPPER = """\
 #!/bin/sh
 # A C compiler that logs every invocation, for the c_cpu tests. Translation units compiled
 # on their own (-c) are logged as "unit" (the support object, once per cache and flags, as
-# "support"); the link of a variant measurement's executable as
-# "measure"; the build of the launcher (once per launcher directory) as "launcher"; builds
-# of a program (the link, or one command that compiles and links) as "compile"; everything else (--version, target queries) as "probe". Around a build it
-# creates compile-started / compile-finished next to itself and
+# "support"); the link of a variant measurement's executable as "measure"; the build of the
+# launcher (once per launcher directory) as "launcher"; builds of a program (the link, or one
+# command that compiles and links) as "compile"; everything else (--version, target queries)
+# as "probe". Around a build it creates compile-started / compile-finished next to itself and
 # sleeps $SF_TEST_CC_BEFORE / $SF_TEST_CC_AFTER seconds, so a test can kill its caller
 # mid-build.
 here=$(dirname "$0")
