@@ -22,8 +22,8 @@ import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.embedded import EmbeddedExecutable, EmbeddedLoading, embedded_pipeline
 from pipeline import CachedStep, CompilePipeline
-from pipeline.stages import CompilableProgram, CompileTimeArgs
-from pipeline.workflow import step_name, unwrap_step
+from pipeline.stages import CompilableProgram, CompileTimeArgs, ConcreteDefinition
+from pipeline.steps import step_name, unwrap_step
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend", "no_compile_time_args", "unit_strides"]
 
@@ -123,7 +123,7 @@ class CompiledBackend(Backend):
             no ``emits`` (so agreement cannot be checked).
     """
 
-    pipeline: CompilePipeline[Any, Any, Any]
+    pipeline: CompilePipeline[Any, Any, Any, Any, Any]
     compile_time_args: Callable[[tuple[Any, ...]], CompileTimeArgs] = unit_strides
 
     def __attrs_post_init__(self) -> None:
@@ -178,7 +178,9 @@ def _validated_namespace(namespace: object) -> ModuleType:
     return cast(ModuleType, allocators.validate_array_namespace(namespace))
 
 
-EmbeddedPipeline = CompilePipeline[CompilableProgram, CompilableProgram, EmbeddedExecutable]
+EmbeddedPipeline = CompilePipeline[
+    ConcreteDefinition, CompilableProgram, CompilableProgram, CompilableProgram, EmbeddedExecutable
+]
 
 
 @attrs.frozen
@@ -199,7 +201,7 @@ class EmbeddedBackend(Backend):
     """
 
     allocator: ModuleType = attrs.field(converter=_validated_namespace)
-    pipeline: CompilePipeline[Any, Any, Any] = attrs.field(kw_only=True)
+    pipeline: CompilePipeline[Any, Any, Any, Any, Any] = attrs.field(kw_only=True)
     compile_time_args: Callable[[tuple[Any, ...]], CompileTimeArgs] = attrs.field(
         default=no_compile_time_args, kw_only=True
     )

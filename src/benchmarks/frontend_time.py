@@ -13,7 +13,7 @@ import time
 
 from benchmarks.workloads import WORKLOADS
 from pipeline.frontend import parsing
-from pipeline.frontend.step import default_frontend
+from pipeline.frontend.step import default_passes
 from pipeline.passes import typing_
 from pipeline.stages import ProgramDefinition
 
@@ -29,7 +29,7 @@ def frontend_seconds(definition: ProgramDefinition, repeat: int) -> list[float]:
     for _ in range(repeat):
         _clear_operator_caches()
         start = time.perf_counter()
-        default_frontend(definition)
+        default_passes(definition)
         timings.append(time.perf_counter() - start)
     return timings
 
@@ -43,7 +43,7 @@ def main() -> None:
         print(f"{name:10s} frontend median {statistics.median(timings) * 1e3:6.2f} ms "
               f"(min {min(timings) * 1e3:.2f} ms, {options.repeat} runs)")
     print()
-    print(default_frontend(WORKLOADS["hdiff"].program.definition).ir)
+    print(default_passes(WORKLOADS["hdiff"].program.definition))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ from pipeline.errors import (
     StepMismatchError,
     UnsafeCacheDirectoryError,
 )
+from pipeline.events import StageEvent, StageSubscription, subscribe
 from pipeline.fingerprint import fingerprint
 from pipeline.programs import (
     FieldOperator,
@@ -73,18 +74,13 @@ from pipeline.stages import (
     ProgramSource,
     SourceFormat,
 )
-from pipeline.workflow import (
-    CompilePipeline,
-    StageEvent,
-    StageSubscription,
-    Step,
-    identity,
-    subscribe,
-)
+from pipeline.steps import Chain, Split, Step, StepSequence, identity
+from pipeline.workflow import CompilePipeline
 
 __all__ = [
     "ArgumentError",
     "CachedStep",
+    "Chain",
     "CompilableProgram",
     "CompileError",
     "CompilePipeline",
@@ -109,11 +105,13 @@ __all__ = [
     "ScalarType",
     "ScanOperator",
     "SourceFormat",
+    "Split",
     "StageEvent",
     "StageSubscription",
     "Step",
     "StepCache",
     "StepMismatchError",
+    "StepSequence",
     "UnsafeCacheDirectoryError",
     "arccos",
     "arccosh",

@@ -43,7 +43,7 @@ import filelock
 
 from pipeline.errors import CacheDegradedWarning, CacheStoreError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import code_digest, fingerprint
-from pipeline.workflow import Step, step_name
+from pipeline.steps import Step, step_name
 
 __all__ = [
     "CacheStats",
@@ -523,7 +523,7 @@ class CachedStep(Generic[S, T]):
 
     Attributes:
         step: the wrapped step; its ``emits``/``accepts`` declarations stay visible to
-            ``CompilePipeline`` through ``workflow.unwrap_step``.
+            ``CompilePipeline`` through ``steps.unwrap_step``.
         cache: where results live.
         key: the input's fingerprint; by default ``fingerprint(inp, strict=cache.strict)``.
         validate: checks a stored result before it is returned (e.g. that a built file

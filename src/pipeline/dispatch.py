@@ -34,7 +34,8 @@ import attrs
 from allocators import DeviceType
 from pipeline import metrics
 from pipeline.arguments import ArgumentChecker, bind_arguments
-from pipeline.errors import DamagedArtifactError, DSLError
+from pipeline.errors import DamagedArtifactError, DSLError, StepOutputError
+from pipeline.events import StageDump, dump_directory, subscribe
 from pipeline.stages import (
     CompilableProgram,
     CompileTimeArgs,
@@ -42,8 +43,9 @@ from pipeline.stages import (
     Executable,
     ProgramDefinition,
 )
+from pipeline.steps import step_name
 from pipeline.verdicts import RememberedCheck, RememberedEntry
-from pipeline.workflow import CompilePipeline, StageDump, dump_directory, subscribe
+from pipeline.workflow import CompilePipeline
 
 __all__ = ["DispatchBackend", "Dispatcher", "Specialization", "user_facing"]
 
@@ -57,7 +59,7 @@ class DispatchBackend(Protocol):
     def name(self) -> str: ...
 
     @property
-    def pipeline(self) -> CompilePipeline[Any, Any, Any]: ...
+    def pipeline(self) -> CompilePipeline[Any, Any, Any, Any, Any]: ...
 
     @property
     def device_type(self) -> DeviceType: ...
@@ -144,7 +146,7 @@ class Dispatcher:
             DSLError: the definition is not valid DSL (located in the user's source).
         """
         try:
-            return self.backend.pipeline.program(ConcreteDefinition(definition))
+            return self._program(ConcreteDefinition(definition))
         except DSLError as error:
             raise user_facing(error) from None
 
@@ -165,12 +167,23 @@ class Dispatcher:
     def _lower(
         self, concrete: ConcreteDefinition, args: tuple[Any, ...]
     ) -> tuple[CompilableProgram, object]:
-        pipeline = self.backend.pipeline
-        program = pipeline.program(concrete)
+        program = self._program(concrete)
         params = program.ir.params
         if args and len(args) != len(params):
             bind_arguments(program.ir.name, [p.name for p in params], args, {})
-        return program, pipeline.translate(program)
+        return program, self.backend.pipeline.translate(program)
+
+    def _program(self, concrete: ConcreteDefinition) -> CompilableProgram:
+        frontend = self.backend.pipeline.frontend
+        program = self.backend.pipeline.program(concrete)
+        if not isinstance(program, CompilableProgram):
+            raise StepOutputError(
+                f"the frontend step {step_name(frontend)} returned "
+                f"{type(program).__module__}.{type(program).__qualname__}, but the frontend of "
+                f"a DSL program's pipeline must return a CompilableProgram; fix the step's "
+                "return value"
+            )
+        return program
 
     def specialization(
         self, definition: ProgramDefinition, args: tuple[Any, ...]

@@ -5,8 +5,10 @@ The data's path for each job (program, example arguments)::
     caller   Dispatcher.concrete -> pipeline.program (the frontend)
                | CompilableProgram (its definition stays here) + the pipeline's steps, pickled
     worker   pipeline.translate -> pipeline.compile   (idempotent: the disk caches' single
-               | ProgramSource, artifact, pickled back   flight builds each program once)
-    caller   loading, installed in the program's dispatch table (the first call runs at once)
+               | ProgramSource, artifact and the       flight builds each program once)
+               | stage events, pickled back
+    caller   the worker's events delivered to this process's subscribers, then loading,
+             installed in the program's dispatch table (the first call runs at once)
 
 No executor compiles in the caller, one program after another. A thread pool, the standard
 library's process pool (``spawn`` works: workers import only stencilforge) and Dask's
@@ -31,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from pipeline.errors import CompileError
-from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramDefinition
-from pipeline.workflow import CompilePipeline, identity
+from pipeline.events import StageEvent, deliver, recorded
+from pipeline.stages import CompilableProgram, ConcreteDefinition
+from pipeline.steps import identity
+from pipeline.workflow import CompilePipeline
 
 if TYPE_CHECKING:
     from pipeline.dispatch import Dispatcher
@@ -47,6 +51,15 @@ BUILD_JOBS_VARIABLE = "STENCILFORGE_BUILD_JOBS"
 
 
 @attrs.frozen
+class _Built:
+    """What a worker sends back: the translation's and compilation's outputs and events."""
+
+    source: object
+    artifact: object
+    events: tuple[StageEvent, ...]
+
+
+@attrs.frozen
 class _Job:
     """One program to compile: everything the caller knows before the workers start."""
 
@@ -55,25 +68,28 @@ class _Job:
     concrete: ConcreteDefinition
     program: CompilableProgram
     # The pipeline a worker runs: the frontend and loading stay in the caller.
-    pipeline: CompilePipeline[Any, Any, Any]
+    pipeline: CompilePipeline[Any, Any, Any, Any, Any]
 
 
 def _translate_and_compile(
-    pipeline: CompilePipeline[Any, Any, Any], program: CompilableProgram, name: str
-) -> tuple[object, object]:
-    """The worker's task: translation then compilation. Failures name the stage."""
+    pipeline: CompilePipeline[Any, Any, Any, Any, Any], program: object, name: str
+) -> _Built:
+    """The worker's task: translation then compilation, their stage events recorded for the
+    caller. Failures name the stage."""
     stage = "translation"
     try:
-        source = pipeline.translate(program)
-        stage = "compilation"
-        return source, pipeline.compile(source)
+        with recorded() as events:
+            source = pipeline.translate(program)
+            stage = "compilation"
+            artifact = pipeline.compile(source)
+        return _Built(source, artifact, tuple(events))
     except Exception as error:  # any failure of a step is reported with its program and stage
         raise CompileError(name, stage, f"{type(error).__name__}: {error}") from error
 
 
-def _frontend_runs_in_the_caller(definition: ProgramDefinition) -> CompilableProgram:
-    """The frontend of a worker's pipeline: never run (the caller sends the IR)."""
-    raise RuntimeError(f"the frontend of {definition.name} runs in the caller, not in a worker")
+def _frontend_runs_in_the_caller(inp: object) -> object:
+    """The frontend of a worker's pipeline: never run (the caller sends the program)."""
+    raise RuntimeError(f"the frontend runs in the caller, not in a worker (given {inp!r})")
 
 
 def _prepare(program: Program, args: Sequence[Any]) -> _Job:
@@ -87,12 +103,13 @@ def _prepare(program: Program, args: Sequence[Any]) -> _Job:
     return _Job(program.name, dispatcher, concrete, compilable, pipeline)
 
 
-def _install(job: _Job, source: object, artifact: object) -> Compiled:
+def _install(job: _Job, built: _Built) -> Compiled:
     from pipeline.staged import Compiled  # noqa: PLC0415  (staged imports dispatch)
 
+    deliver(built.events)
     try:
         found = job.dispatcher.compiled(
-            job.concrete, lowered=(job.program, source), artifact=artifact
+            job.concrete, lowered=(job.program, built.source), artifact=built.artifact
         )
     except Exception as error:  # a loading failure is this program's, not the batch's
         raise CompileError(job.name, "loading", f"{type(error).__name__}: {error}") from error
@@ -146,8 +163,7 @@ def compile_many(
             job = prepared[index]
             assert job is not None
             try:
-                source, artifact = _result(job, future)
-                results[index] = _install(job, source, artifact)
+                results[index] = _install(job, _result(job, future))
             except Exception as error:  # collected: the batch goes on
                 errors.append(error)
             bar.update(1)
@@ -168,10 +184,9 @@ def compile_in_background(
         done.set_exception(error)
         return done
 
-    def finish(worker: Future[tuple[object, object]]) -> None:
+    def finish(worker: Future[_Built]) -> None:
         try:
-            source, artifact = _result(job, worker)
-            done.set_result(_install(job, source, artifact))
+            done.set_result(_install(job, _result(job, worker)))
         except Exception as error:  # delivered to whoever waits on the future
             done.set_exception(error)
 
@@ -187,7 +202,7 @@ def compile_in_background(
 
 def _submit(
     pool: Executor | None, prepared: list[_Job | None]
-) -> Iterator[tuple[int, Future[tuple[object, object]]]]:
+) -> Iterator[tuple[int, Future[_Built]]]:
     """Futures of every prepared job, yielded as they complete (in the caller: in order)."""
     from concurrent.futures import as_completed  # noqa: PLC0415
 
@@ -198,7 +213,7 @@ def _submit(
         return
     shippable = isinstance(pool, ThreadPoolExecutor)
     local = []
-    futures: dict[Future[tuple[object, object]], int] = {}
+    futures: dict[Future[_Built], int] = {}
     for index, job in indexed:
         reason = None if shippable else _unpicklable(job)
         if reason is not None:
@@ -213,9 +228,9 @@ def _submit(
         yield futures[future], future
 
 
-def _completed(job: _Job) -> Future[tuple[object, object]]:
+def _completed(job: _Job) -> Future[_Built]:
     """The worker's task run here, as a completed future."""
-    future: Future[tuple[object, object]] = Future()
+    future: Future[_Built] = Future()
     try:
         future.set_result(_translate_and_compile(job.pipeline, job.program, job.name))
     except CompileError as error:
@@ -223,7 +238,7 @@ def _completed(job: _Job) -> Future[tuple[object, object]]:
     return future
 
 
-def _result(job: _Job, future: Future[tuple[object, object]]) -> tuple[object, object]:
+def _result(job: _Job, future: Future[_Built]) -> _Built:
     try:
         return future.result()
     except BrokenProcessPool as error:

@@ -45,7 +45,7 @@ import corpus  # noqa: E402
 
 def _program(case_or_program):
     program = getattr(case_or_program, "program", case_or_program)
-    return shared_frontend(program.definition)
+    return shared_frontend(ConcreteDefinition(program.definition))
 
 
 def _case(name):
@@ -406,7 +406,7 @@ def test_cuda_gpu_without_cupy_names_cupy(monkeypatch):
 def test_cuda_gpu_is_a_cuda_backend_with_the_cupy_allocator_built_for_this_device():
     import allocators  # noqa: PLC0415
     import cupy  # noqa: PLC0415  (optional package, under its marker)
-    from pipeline.workflow import unwrap_step  # noqa: PLC0415
+    from pipeline.steps import unwrap_step  # noqa: PLC0415
 
     backend = backends.cuda_gpu
     assert backend.device_type is DeviceType.CUDA

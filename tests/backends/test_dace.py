@@ -45,7 +45,7 @@ def test_dace_cpu_shares_the_frontend_step_object_with_c_cpu():
 
 def test_dace_cpu_replaces_translation_compilation_and_loading():
     from backends.dace import SDFGCompilation, SDFGTranslation, load_sdfg  # noqa: PLC0415  (optional package, under its marker)
-    from pipeline.workflow import unwrap_step  # noqa: PLC0415  (optional package, under its marker)
+    from pipeline.steps import unwrap_step  # noqa: PLC0415  (optional package, under its marker)
 
     pipeline = backends.dace_cpu.pipeline
     assert isinstance(unwrap_step(pipeline.translation), SDFGTranslation)

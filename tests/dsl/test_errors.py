@@ -410,7 +410,7 @@ def test_field_operator_called_directly_with_out_and_domain():
 
 def test_passes_are_swappable_steps():
     from pipeline import identity
-    from pipeline.frontend.step import default_frontend
+    from pipeline.frontend.step import default_passes
 
     @field_operator
     def twice(f: IJK) -> IJK:
@@ -420,8 +420,8 @@ def test_passes_are_swappable_steps():
     def twice_program(inp: IJK, out: IJK):
         twice(inp, out=out)
 
-    with_cse = default_frontend(twice_program.definition).ir
-    without_cse = attrs.evolve(default_frontend, common_subexpressions=identity)(twice_program.definition).ir
+    with_cse = default_passes(twice_program.definition)
+    without_cse = attrs.evolve(default_passes, common_subexpressions=identity)(twice_program.definition)
     assert "_cse0 = inp + 1.0" in str(with_cse)
     assert "_cse0" not in str(without_cse)
 

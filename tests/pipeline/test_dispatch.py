@@ -38,7 +38,7 @@ from pipeline import (  # noqa: E402
     subscribe,
 )
 from pipeline.errors import CacheStoreError, StepOutputError  # noqa: E402
-from pipeline.frontend.step import Frontend, frontend_in_memory  # noqa: E402
+from pipeline.frontend.step import Frontend, default_passes, frontend_in_memory  # noqa: E402
 from pipeline.staged import Compiled, Lowered  # noqa: E402
 
 PYTHON = SourceFormat("python", DeviceType.CPU)
@@ -166,18 +166,17 @@ def test_a_backend_without_checks_of_its_own_gets_c_cpu_errors_word_for_word(cas
 
 
 @attrs.define
-class CountingFrontend:
+class CountingPasses:
     calls: list[str] = attrs.field(factory=list)
-    frontend: Frontend = Frontend()
 
     def __call__(self, definition):
         self.calls.append(definition.name)
-        return self.frontend(definition)
+        return default_passes(definition)
 
 
 def test_the_pipelines_frontend_runs_once_per_definition_and_serves_checks_and_keywords():
-    counting = CountingFrontend()
-    backend = scratch_backend(frontend=CachedStep.in_memory(counting))
+    counting = CountingPasses()
+    backend = scratch_backend(frontend=Frontend(CachedStep.in_memory(counting)))
     program = stencils.lap.with_backend(backend)
     inp, out = lap_arguments((10, 9, 12))
 
@@ -193,7 +192,7 @@ def test_the_pipelines_frontend_runs_once_per_definition_and_serves_checks_and_k
 
 
 def test_c_cpu_parses_a_definition_once_whatever_the_signatures():
-    counting = CountingFrontend()
+    counting = CountingPasses()
     pipeline = attrs.evolve(backends.c_cpu.pipeline, frontend=frontend_in_memory(counting))
     backend = attrs.evolve(backends.c_cpu, name="c_cpu_counted", pipeline=pipeline)
     program = stencils.lap.with_backend(backend)
@@ -218,6 +217,13 @@ def test_a_loading_step_that_returns_no_callable_fails_at_load_naming_the_step()
         program(inp, out)
     # Nothing was installed: the next call fails the same way, not at a cached "fast entry".
     with pytest.raises(StepOutputError, match=named):
+        program(inp, out)
+
+
+def test_a_frontend_that_returns_no_compilable_program_is_named():
+    program = stencils.lap.with_backend(scratch_backend(frontend=lambda d: d.definition.name))
+    inp, out = lap_arguments()
+    with pytest.raises(StepOutputError, match=r"frontend step .*returned builtins\.str.*CompilableProgram"):
         program(inp, out)
 
 

@@ -113,6 +113,39 @@ def test_compile_many_compiles_installs_and_keeps_the_order(tmp_path, make_progr
     assert compiler.compiles == 5
 
 
+def stages_by_program(events):
+    """Each program's (stage, cache_hit) events in the order they arrived."""
+    by_program: dict[str, list[tuple[str, bool]]] = {}
+    current = None
+    for event in events:
+        if event.stage == "frontend":
+            continue  # the frontends of every job run first, in the caller
+        if event.stage == "translation":
+            current = event.artifact.entry_point
+        by_program.setdefault(current, []).append((event.stage, event.cache_hit))
+    return by_program
+
+
+def test_the_workers_stage_events_reach_the_callers_subscribers_in_order(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path, compiler)
+    spawn = multiprocessing.get_context("spawn")
+    runs = []
+    for _ in range(2):  # cold, then warm (the second batch's builds are in the disk cache)
+        programs = make_programs(3, backend)
+        events: list[StageEvent] = []
+        with subscribe(events.append), ProcessPoolExecutor(2, mp_context=spawn) as pool:
+            compile_many([(p, arguments()) for p in programs], executor=pool, progress=False)
+        runs.append(stages_by_program(events))
+    cold, warm = runs
+    assert len(cold) == 3 and len(warm) == 3
+    for stages in cold.values():
+        assert stages == [("translation", False), ("compilation", False), ("loading", False)]
+    for stages in warm.values():
+        assert stages == [("translation", True), ("compilation", True), ("loading", False)]
+    assert compiler.compiles == 3
+
+
 def test_each_program_is_built_once_when_asked_twice(tmp_path, make_programs):
     compiler = CompilerWrapper(tmp_path / "cc")
     programs = make_programs(3, private_backend(tmp_path, compiler))

@@ -22,7 +22,12 @@ from backends.c.variants import Choice, Variant
 from backends.cache import step_cache, toolchain_directory
 from pipeline.caching import CachedStep, ensure_private_directory
 from pipeline.frontend.step import shared_frontend
-from pipeline.stages import CompiledArtifact, ProgramSource
+from pipeline.stages import (
+    CompilableProgram,
+    CompiledArtifact,
+    ConcreteDefinition,
+    ProgramSource,
+)
 from pipeline.workflow import CompilePipeline
 
 __all__ = [
@@ -42,7 +47,9 @@ __all__ = [
     "compile_time_args",
 ]
 
-CPipeline = CompilePipeline[ProgramSource, CompiledArtifact, CompiledProgram]
+CPipeline = CompilePipeline[
+    ConcreteDefinition, CompilableProgram, ProgramSource, CompiledArtifact, CompiledProgram
+]
 
 
 def c_cpu_pipeline(

@@ -23,7 +23,12 @@ from backends.cuda.loading import CudaProgram, load_cuda
 from backends.cuda.translation import CUDA_SOURCE, CudaTranslation
 from pipeline.caching import CachedStep, ensure_private_directory
 from pipeline.frontend.step import shared_frontend
-from pipeline.stages import CompiledArtifact, ProgramSource
+from pipeline.stages import (
+    CompilableProgram,
+    CompiledArtifact,
+    ConcreteDefinition,
+    ProgramSource,
+)
 from pipeline.workflow import CompilePipeline
 
 __all__ = [
@@ -39,7 +44,9 @@ __all__ = [
     "load_cuda",
 ]
 
-CudaPipeline = CompilePipeline[ProgramSource, CompiledArtifact, CudaProgram]
+CudaPipeline = CompilePipeline[
+    ConcreteDefinition, CompilableProgram, ProgramSource, CompiledArtifact, CudaProgram
+]
 
 
 def cuda_gpu_pipeline(

@@ -47,12 +47,12 @@ __all__ = [
 
 
 def _sdfg_pipeline(
-    base: CompilePipeline[Any, Any, Any],
+    base: CompilePipeline[Any, Any, Any, Any, Any],
     cache_directory: Path,
     translation: SDFGTranslation,
     compilation: SDFGCompilation,
     loading: Any,
-) -> CompilePipeline[Any, Any, Any]:
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
     # The shared cache (STENCILFORGE_CACHE_URL) carries DaCe's build folders as c_cpu's.
     translations = step_cache(cache_directory / "translations", cache_directory)
     artifacts = step_cache(cache_directory / "artifacts", cache_directory)
@@ -65,12 +65,12 @@ def _sdfg_pipeline(
 
 
 def dace_cpu_pipeline(
-    base: CompilePipeline[Any, Any, Any],
+    base: CompilePipeline[Any, Any, Any, Any, Any],
     cache_directory: Path,
     *,
     translation: SDFGTranslation | None = None,
     compilation: SDFGCompilation | None = None,
-) -> CompilePipeline[Any, Any, Any]:
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
     """``base`` (``c_cpu``'s pipeline) with SDFG translation, compilation and loading.
 
     Translation and compilation are cached on disk under ``cache_directory`` (DaCe's build
@@ -90,12 +90,12 @@ def dace_cpu_pipeline(
 
 
 def dace_gpu_pipeline(
-    base: CompilePipeline[Any, Any, Any],
+    base: CompilePipeline[Any, Any, Any, Any, Any],
     cache_directory: Path,
     *,
     translation: SDFGTranslation | None = None,
     compilation: SDFGCompilation | None = None,
-) -> CompilePipeline[Any, Any, Any]:
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
     """Like ``dace_cpu_pipeline``, for CUDA: GPU maps over ``GPU_Global`` (CuPy) arrays."""
     return _sdfg_pipeline(
         base,

@@ -10,8 +10,9 @@ from allocators import namespace_name
 from backends.embedded.execution import EmbeddedExecutable
 from backends.embedded.plan import LARGE_DOMAIN
 from pipeline.frontend.step import shared_frontend
-from pipeline.stages import CompilableProgram
-from pipeline.workflow import CompilePipeline, identity
+from pipeline.stages import CompilableProgram, ConcreteDefinition
+from pipeline.steps import identity
+from pipeline.workflow import CompilePipeline
 
 __all__ = ["EmbeddedLoading", "embedded_pipeline"]
 
@@ -46,7 +47,9 @@ class EmbeddedLoading:
 
 def embedded_pipeline(
     namespace: ModuleType, *, planned: bool = True, large_domain: int = LARGE_DOMAIN
-) -> CompilePipeline[CompilableProgram, CompilableProgram, EmbeddedExecutable]:
+) -> CompilePipeline[
+    ConcreteDefinition, CompilableProgram, CompilableProgram, CompilableProgram, EmbeddedExecutable
+]:
     """The shared frontend, identity translation and compilation, and ``EmbeddedLoading``
     (``planned``, ``large_domain``: see ``EmbeddedLoading``)."""
     return CompilePipeline(

@@ -18,7 +18,7 @@ from backends.jax.compilation import JaxJitCompilation, JittedProgram
 from backends.jax.loading import JaxJitExecutable, load_jitted
 from backends.jax.translation import JaxTranslation, jax_source_format
 from pipeline.frontend.step import shared_frontend
-from pipeline.stages import ProgramSource
+from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramSource
 from pipeline.workflow import CompilePipeline
 
 __all__ = [
@@ -31,7 +31,9 @@ __all__ = [
     "load_jitted",
 ]
 
-JaxPipeline = CompilePipeline[ProgramSource, JittedProgram, JaxJitExecutable]
+JaxPipeline = CompilePipeline[
+    ConcreteDefinition, CompilableProgram, ProgramSource, JittedProgram, JaxJitExecutable
+]
 
 
 def jax_jit_pipeline() -> JaxPipeline:

@@ -1,13 +1,17 @@
-"""The frontend step: ``ProgramDefinition -> CompilableProgram``.
+"""The DSL's frontend step: ``ConcreteDefinition -> CompilableProgram``.
 
-Parsing then the IR passes, each a ``Step[ProgramIR, ProgramIR]`` held in a named field, so a
-toolchain can swap one (``attrs.evolve(frontend, common_subexpressions=identity)``) or drop
-one (replace it with ``identity``).
+::
+
+    ConcreteDefinition(definition, compile_time_args)
+      | definition alone --Passes (cached per definition)--> ProgramIR
+      '-> CompilableProgram(definition, ir, compile_time_args)
+
+``Passes`` is a ``StepSequence``: parsing then the IR passes, each a named sub-step, so a
+toolchain swaps one (``attrs.evolve(passes, common_subexpressions=identity)``), drops one or
+reorders them; through a pipeline, ``pipeline.evolve_step("frontend.passes", inlining=...)``.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import attrs
 
@@ -20,22 +24,21 @@ from pipeline.passes.folding import fold_constants
 from pipeline.passes.inlining import inline_operators
 from pipeline.passes.splitting import split_by_output_dimensions
 from pipeline.passes.typing_ import infer_types
-from pipeline.stages import CompilableProgram, ProgramDefinition
-from pipeline.workflow import Step
+from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramDefinition
+from pipeline.steps import ReportsCacheHits, Step, StepSequence
 
-__all__ = ["Frontend", "default_frontend", "frontend_in_memory", "shared_frontend"]
+__all__ = ["Frontend", "Passes", "default_passes", "frontend_in_memory", "shared_frontend"]
 
 
 @attrs.frozen
-class Frontend:
-    """Parse a definition and run the IR passes in order (the definition alone: the
-    pipeline adds the compile-time arguments to the result).
+class Passes(StepSequence):
+    """``ProgramDefinition -> ProgramIR``: parsing, then the IR passes in order.
 
     Raises:
         DSLError: (and subclasses) located in the user's source.
     """
 
-    parsing: Callable[[ProgramDefinition], ProgramIR] = parse_program
+    parsing: Step[ProgramDefinition, ProgramIR] = parse_program
     type_inference: Step[ProgramIR, ProgramIR] = infer_types
     inlining: Step[ProgramIR, ProgramIR] = inline_operators
     constant_folding: Step[ProgramIR, ProgramIR] = fold_constants
@@ -43,25 +46,37 @@ class Frontend:
     splitting: Step[ProgramIR, ProgramIR] = split_by_output_dimensions
     extent_analysis: Step[ProgramIR, ProgramIR] = analyse_extents
 
-    def __call__(self, definition: ProgramDefinition, /) -> CompilableProgram:
-        ir = self.parsing(definition)
-        ir = self.type_inference(ir)
-        ir = self.inlining(ir)
-        ir = self.constant_folding(ir)
-        ir = self.common_subexpressions(ir)
-        ir = self.splitting(ir)
-        ir = self.extent_analysis(ir)
-        return CompilableProgram(definition, ir)
+
+default_passes = Passes()
 
 
-default_frontend = Frontend()
+@attrs.frozen
+class Frontend:
+    """``ConcreteDefinition -> CompilableProgram``: the passes read the definition alone
+    (cached, they run once per definition whatever the number of signatures); the
+    compile-time arguments travel beside the IR.
+
+    Raises:
+        DSLError: (and subclasses) located in the user's source.
+    """
+
+    passes: Step[ProgramDefinition, ProgramIR] = default_passes
+
+    def __call__(self, inp: ConcreteDefinition, /) -> CompilableProgram:
+        return self.call_with_hit(inp)[0]
+
+    def call_with_hit(self, inp: ConcreteDefinition, /) -> tuple[CompilableProgram, bool]:
+        """The program for ``inp``, and whether the passes' cache answered."""
+        if isinstance(self.passes, ReportsCacheHits):
+            ir, hit = self.passes.call_with_hit(inp.definition)
+        else:
+            ir, hit = self.passes(inp.definition), False
+        return CompilableProgram(inp.definition, ir, inp.compile_time_args), hit
 
 
-def frontend_in_memory(
-    frontend: Frontend = default_frontend,
-) -> CachedStep[ProgramDefinition, CompilableProgram]:
-    """``frontend`` behind a process-local LRU of its own (see ``shared_frontend``)."""
-    return CachedStep.in_memory(frontend, maxsize=512)
+def frontend_in_memory(passes: Step[ProgramDefinition, ProgramIR] = default_passes) -> Frontend:
+    """A ``Frontend`` whose ``passes`` sit behind a process-local LRU of their own."""
+    return Frontend(CachedStep.in_memory(passes, maxsize=512))
 
 
 #: The step every built-in pipeline holds as its frontend: one in-memory cache per process, so
