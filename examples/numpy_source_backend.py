@@ -31,7 +31,7 @@ from allocators import DeviceType
 from backends import CompiledBackend
 from backends.cache import cache_directory
 from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSource, SourceFormat
-from pipeline.stages import ConcreteDefinition
+from pipeline.stages import ConcreteDefinition, ProgramDefinition
 from pipeline.dsl.builtins import scalar_gamma
 from pipeline.dsl.regions import Bound, Region
 from pipeline.dsl.types import FieldType
@@ -479,7 +479,7 @@ def load_python(artifact: PythonArtifact, /) -> Callable[..., None]:
     return run
 
 
-def numpy_source_pipeline() -> CompilePipeline[ConcreteDefinition, CompilableProgram, ProgramSource, PythonArtifact, Callable[..., None]]:
+def numpy_source_pipeline() -> CompilePipeline[ConcreteDefinition[ProgramDefinition], CompilableProgram, ProgramSource, PythonArtifact, Callable[..., None]]:
     """The four steps; translation and compilation are cached on disk in the build cache."""
     directory = cache_directory() / "numpy_source"
     return CompilePipeline(

@@ -22,7 +22,12 @@ import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.embedded import EmbeddedExecutable, EmbeddedLoading, embedded_pipeline
 from pipeline import CachedStep, CompilePipeline
-from pipeline.stages import CompilableProgram, CompileTimeArgs, ConcreteDefinition
+from pipeline.stages import (
+    CompilableProgram,
+    CompileTimeArgs,
+    ConcreteDefinition,
+    ProgramDefinition,
+)
 from pipeline.steps import step_name, unwrap_step
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend", "no_compile_time_args", "unit_strides"]
@@ -179,7 +184,11 @@ def _validated_namespace(namespace: object) -> ModuleType:
 
 
 EmbeddedPipeline = CompilePipeline[
-    ConcreteDefinition, CompilableProgram, CompilableProgram, CompilableProgram, EmbeddedExecutable
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    CompilableProgram,
+    CompilableProgram,
+    EmbeddedExecutable,
 ]
 
 

@@ -18,6 +18,7 @@ import attrs
 import numpy as np
 
 from allocators import DeviceType, device_of, disabled_dtype_reason
+from pipeline.dispatch import bind_arguments
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DomainError
@@ -25,7 +26,6 @@ from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
 
 __all__ = [
     "ArgumentChecker",
-    "bind_arguments",
     "domain_problem",
     "dtype_name",
     "guarded_reach",
@@ -44,41 +44,6 @@ def dtype_name(dtype: object) -> str:
         return np.dtype(dtype).name  # type: ignore[call-overload, no-any-return]
     except TypeError:
         return str(dtype).rsplit(".", 1)[-1].removesuffix("'>")
-
-
-def bind_arguments(
-    program: str, names: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]
-) -> tuple[Any, ...]:
-    """Order positional and keyword arguments by parameter.
-
-    Raises:
-        ArgumentError: a missing, repeated or unknown argument, naming it.
-    """
-    if len(args) > len(names):
-        raise ArgumentError(
-            f"{program}() takes {len(names)} argument(s) ({', '.join(names)}), got {len(args)}"
-        )
-    bound = list(args) + [_UNSET] * (len(names) - len(args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise ArgumentError(
-                f"{program}() has no parameter {key!r}; it takes {', '.join(names)}"
-            )
-        index = names.index(key)
-        if bound[index] is not _UNSET:
-            raise ArgumentError(f"{program}() got argument {key!r} twice")
-        bound[index] = value
-    missing = [n for n, v in zip(names, bound, strict=True) if v is _UNSET]
-    if missing:
-        raise ArgumentError(f"{program}() is missing argument(s): {', '.join(missing)}")
-    return tuple(bound)
-
-
-class _Unset:
-    pass
-
-
-_UNSET = _Unset()
 
 
 def resolve_domain(

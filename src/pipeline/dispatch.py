@@ -1,55 +1,59 @@
 """The dispatcher: the only code between a program call and an executable.
 
 One ``Dispatcher`` per program holds the table from compile-time signature to executable, the
-fast path, the metrics, the stage dump and the rebuild of a damaged artifact. The data's walk::
+fast path, the metrics, the stage dump and the rebuild of a damaged artifact, for any
+toolchain. What is specific to a frontend comes through one small protocol, ``CallConvention``
+(the stencil DSL's is ``pipeline.dsl.calls.StencilCalls``). The data's walk::
 
-    Program.__call__(*args)
+    program.__call__(*args)
       |- fast path: the last signature's self-checking entry (``fast``): the executable's
       |  ``fast_entry(*args)`` (one native call), or for an executable without one the
       |  ``RememberedEntry`` of arguments whose verdict cannot change (JAX arrays)
       '- Dispatcher.call(definition, args)
-           key = (definition.output_slices, backend.compile_time_args(args))
-           miss -> pipeline.program -> translate -> compile -> load    (once per key, locked)
-           entry.fast_entry(*args)                    (refused: the checker explains why)
-           or ArgumentChecker.check(args) (remembered: ``verdicts``), then entry.executable(*args)
+           key = (calls.definition_key(definition), backend.compile_time_args(args))
+           miss -> pipeline.program(ConcreteDefinition(definition, compile-time args))
+                -> translate -> compile -> load                (once per key, locked)
+           entry.fast_entry(*args)                    (refused: the check explains why)
+           or calls.argument_check(program, backend)(args) (remembered), then executable(*args)
 
 An executable runs only for the key it was built for and only on arguments a check accepted:
-its own native checks (``SelfCheckingExecutable``) or the shared ``ArgumentChecker``, so a
-backend written from scratch gets the same checks and messages as ``c_cpu``.
+its own native checks (``SelfCheckingExecutable``) or its frontend's argument check, so a
+backend written from scratch gets the same checks and messages as the built-in ones.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
-from types import ModuleType
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
-from allocators import DeviceType
 from pipeline import metrics
-from pipeline.arguments import ArgumentChecker, bind_arguments
-from pipeline.errors import DamagedArtifactError, DSLError, StepOutputError
+from pipeline.errors import ArgumentError, DamagedArtifactError, SourceError, StepOutputError
 from pipeline.events import StageDump, dump_directory, subscribe
-from pipeline.stages import (
-    CompilableProgram,
-    CompileTimeArgs,
-    ConcreteDefinition,
-    Executable,
-    ProgramDefinition,
-)
+from pipeline.stages import CompileTimeArgs, ConcreteDefinition, Executable, NamedDefinition
 from pipeline.steps import step_name
 from pipeline.verdicts import RememberedCheck, RememberedEntry
 from pipeline.workflow import CompilePipeline
 
-__all__ = ["DispatchBackend", "Dispatcher", "Specialization", "user_facing"]
+__all__ = [
+    "CallConvention",
+    "DispatchBackend",
+    "Dispatcher",
+    "Specialization",
+    "bind_arguments",
+    "user_facing",
+]
 
 _log = logging.getLogger(__name__)
+
+D = TypeVar("D", bound=NamedDefinition)
+D_contra = TypeVar("D_contra", bound=NamedDefinition, contravariant=True)
+P = TypeVar("P")
 
 
 class DispatchBackend(Protocol):
@@ -61,36 +65,55 @@ class DispatchBackend(Protocol):
     @property
     def pipeline(self) -> CompilePipeline[Any, Any, Any, Any, Any]: ...
 
-    @property
-    def device_type(self) -> DeviceType: ...
-
-    @property
-    def array_namespace(self) -> ModuleType | None:
-        """The array namespace embedded arrays must belong to (``None``: any)."""
-        ...
-
-    @property
-    def array_type(self) -> type | None:
-        """The array class native code reads (``numpy.ndarray``), ``None``: no requirement."""
-        ...
-
     def compile_time_args(self, args: tuple[Any, ...]) -> CompileTimeArgs:
         """What of ``args`` an executable is specialized for."""
         ...
 
 
+class CallConvention(Protocol[D_contra, P]):
+    """What a frontend tells the dispatcher about calls of its programs.
+
+    ``D`` is the frontend's definition (what its pipeline's frontend reads, inside a
+    ``ConcreteDefinition``); ``P`` its program (what the frontend makes of it).
+    """
+
+    def definition_key(self, definition: D_contra) -> Hashable:
+        """What tells apart definitions that one dispatcher compiles separately (the DSL:
+        a field operator's output domain); ``None`` for the program's own definition, whose
+        calls alone take the fast path."""
+        ...
+
+    def program(self, output: object) -> P:
+        """The frontend's ``output`` as a program of this frontend.
+
+        Raises:
+            TypeError: it is not one (the dispatcher names the frontend step).
+        """
+        ...
+
+    def parameters(self, program: P) -> Sequence[str]:
+        """The program's parameter names, in the order its executable takes them."""
+        ...
+
+    def argument_check(
+        self, program: P, backend: DispatchBackend
+    ) -> Callable[[tuple[Any, ...]], None]:
+        """The check of a call's arguments (bound, in parameter order) run before the
+        executable; it raises ``ArgumentError`` (or ``DomainError``) naming the argument."""
+        ...
+
+
 @attrs.frozen
-class Specialization:
+class Specialization(Generic[P]):
     """Everything one signature of one program went through, kept by the dispatcher.
 
     Attributes:
-        program: the frontend's output with the compile-time arguments.
+        program: the frontend's output for the signature.
         source: the translation's output.
         artifact: the compilation's output.
         executable: the loading's output.
-        checker: the argument checks, from ``program``'s IR.
-        check: ``checker.check`` with the backend's device, namespace and array type bound,
-            skipped for arguments it accepted before that cannot have changed since
+        check: the frontend's argument check for ``program`` on this backend, skipped for
+            arguments it accepted before that cannot have changed since
             (``pipeline.verdicts``: JAX arrays and plain scalars); returns whether the
             verdict is remembered.
         fast_entry: the executable's self-checking entry, if it offers one.
@@ -98,110 +121,153 @@ class Specialization:
             arguments ``check`` remembers (the fast slot once such a call was checked).
     """
 
-    program: CompilableProgram
+    program: P
     source: object
     artifact: object
     executable: Executable
-    checker: ArgumentChecker
     check: RememberedCheck = attrs.field(repr=False)
     fast_entry: Callable[..., Any] | None
     remembered_entry: RememberedEntry | None = attrs.field(repr=False)
 
 
-def user_facing(error: DSLError) -> DSLError:
+def user_facing(error: SourceError) -> SourceError:
     """``error`` without our frames: its message already points into the user's source."""
     return error.with_traceback(None)
 
 
-class Dispatcher:
+def bind_arguments(
+    program: str, names: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[Any, ...]:
+    """Order positional and keyword arguments by parameter.
+
+    Raises:
+        ArgumentError: a missing, repeated or unknown argument, naming it.
+    """
+    if len(args) > len(names):
+        raise ArgumentError(
+            f"{program}() takes {len(names)} argument(s) ({', '.join(names)}), got {len(args)}"
+        )
+    bound = list(args) + [_UNSET] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise ArgumentError(
+                f"{program}() has no parameter {key!r}; it takes {', '.join(names)}"
+            )
+        index = names.index(key)
+        if bound[index] is not _UNSET:
+            raise ArgumentError(f"{program}() got argument {key!r} twice")
+        bound[index] = value
+    missing = [n for n, v in zip(names, bound, strict=True) if v is _UNSET]
+    if missing:
+        raise ArgumentError(f"{program}() is missing argument(s): {', '.join(missing)}")
+    return tuple(bound)
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+
+
+class Dispatcher(Generic[D, P]):
     """Per program: compile-time signature -> ``Specialization``, built on first use.
 
     ``fast`` is the self-checking entry of the last call's signature (``None`` until a
-    self-checking executable ran, or a call the checks' memory keeps was accepted):
-    ``Program.__call__`` tries it before anything else.
+    self-checking executable ran, or a call the checks' memory keeps was accepted): the
+    program's ``__call__`` tries it before anything else.
+
+    Args:
+        backend: the backend whose pipeline compiles the program.
+        calls: what the program's frontend says of its calls.
+        metrics_key: where the program's metrics are kept.
     """
 
-    __slots__ = ("_lock", "_metrics_key", "_table", "backend", "fast")
+    __slots__ = ("_lock", "_metrics_key", "_table", "backend", "calls", "fast")
 
-    def __init__(self, backend: DispatchBackend, metrics_key: str) -> None:
+    def __init__(
+        self, backend: DispatchBackend, calls: CallConvention[D, P], metrics_key: str
+    ) -> None:
         self.backend = backend
+        self.calls = calls
         self.fast: Callable[..., Any] | None = None
         self._metrics_key = metrics_key
-        self._table: dict[tuple[Any, Hashable], Specialization] = {}
+        self._table: dict[tuple[Hashable, Hashable], Specialization[P]] = {}
         # Held while a signature compiles: concurrent first calls build it once.
         self._lock = threading.Lock()
 
-    def concrete(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> ConcreteDefinition:
+    def concrete(self, definition: D, args: tuple[Any, ...]) -> ConcreteDefinition[D]:
         """``definition`` with the compile-time arguments of ``args`` (none without ``args``)."""
         if not args:
             return ConcreteDefinition(definition)
         return ConcreteDefinition(definition, self.backend.compile_time_args(args))
 
-    def frontend(self, definition: ProgramDefinition) -> CompilableProgram:
+    def frontend(self, definition: D) -> P:
         """The pipeline's frontend output for ``definition`` (no compile-time arguments).
 
         Raises:
-            DSLError: the definition is not valid DSL (located in the user's source).
+            SourceError: the definition is not valid (located in the user's source).
+        """
+        return self.program(ConcreteDefinition(definition))
+
+    def program(self, concrete: ConcreteDefinition[D]) -> P:
+        """The pipeline's frontend output for ``concrete``.
+
+        Raises:
+            SourceError: the definition is not valid (located in the user's source).
+            StepOutputError: the frontend step returned no program of this frontend.
         """
         try:
-            return self._program(ConcreteDefinition(definition))
-        except DSLError as error:
+            return self._program(concrete)
+        except SourceError as error:
             raise user_facing(error) from None
 
-    def lower(
-        self, concrete: ConcreteDefinition, args: tuple[Any, ...]
-    ) -> tuple[CompilableProgram, object]:
+    def lower(self, concrete: ConcreteDefinition[D], args: tuple[Any, ...]) -> tuple[P, object]:
         """Frontend and translation for ``concrete``, made from example ``args``.
 
         Raises:
             ArgumentError: the number of ``args`` does not match the parameters.
-            DSLError: the definition is not valid DSL (located in the user's source).
+            SourceError: the definition is not valid (located in the user's source).
         """
         try:
             return self._lower(concrete, args)
-        except DSLError as error:
+        except SourceError as error:
             raise user_facing(error) from None
 
-    def _lower(
-        self, concrete: ConcreteDefinition, args: tuple[Any, ...]
-    ) -> tuple[CompilableProgram, object]:
+    def _lower(self, concrete: ConcreteDefinition[D], args: tuple[Any, ...]) -> tuple[P, object]:
         program = self._program(concrete)
-        params = program.ir.params
-        if args and len(args) != len(params):
-            bind_arguments(program.ir.name, [p.name for p in params], args, {})
+        parameters = self.calls.parameters(program)
+        if args and len(args) != len(parameters):
+            bind_arguments(concrete.definition.name, parameters, args, {})
         return program, self.backend.pipeline.translate(program)
 
-    def _program(self, concrete: ConcreteDefinition) -> CompilableProgram:
-        frontend = self.backend.pipeline.frontend
-        program = self.backend.pipeline.program(concrete)
-        if not isinstance(program, CompilableProgram):
+    def _program(self, concrete: ConcreteDefinition[D]) -> P:
+        pipeline = self.backend.pipeline
+        output = pipeline.program(concrete)
+        try:
+            return self.calls.program(output)
+        except TypeError as error:
             raise StepOutputError(
-                f"the frontend step {step_name(frontend)} returned "
-                f"{type(program).__module__}.{type(program).__qualname__}, but the frontend of "
-                f"a DSL program's pipeline must return a CompilableProgram; fix the step's "
-                "return value"
-            )
-        return program
+                f"the frontend step {step_name(pipeline.frontend)} returned "
+                f"{type(output).__module__}.{type(output).__qualname__}: {error}; fix the "
+                "step's return value"
+            ) from None
 
-    def specialization(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> Specialization:
+    def specialization(self, definition: D, args: tuple[Any, ...]) -> Specialization[P]:
         """The table's entry for ``args``'s signature, built (and recorded) on a miss."""
         compile_time_args = self.backend.compile_time_args(args)
-        found = self._table.get((definition.output_slices, compile_time_args))
+        found = self._table.get((self.calls.definition_key(definition), compile_time_args))
         if found is None:
             found = self.compiled(ConcreteDefinition(definition, compile_time_args), args)
         return found
 
     def compiled(
         self,
-        concrete: ConcreteDefinition,
+        concrete: ConcreteDefinition[D],
         args: tuple[Any, ...] = (),
-        lowered: tuple[CompilableProgram, object] | None = None,
+        lowered: tuple[P, object] | None = None,
         artifact: object | None = None,
-    ) -> Specialization:
+    ) -> Specialization[P]:
         """The entry for ``concrete`` (made from example ``args``), built once.
 
         Args:
@@ -209,7 +275,7 @@ class Dispatcher:
             artifact: its compilation output, made elsewhere (a compile worker): only loading
                 runs here (and, if the artifact turns out damaged, a compilation here).
         """
-        key = (concrete.definition.output_slices, concrete.compile_time_args)
+        key = (self.calls.definition_key(concrete.definition), concrete.compile_time_args)
         with self._lock:
             found = self._table.get(key)
             if found is None:
@@ -217,7 +283,7 @@ class Dispatcher:
                 self._table[key] = found
         return found
 
-    def call(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Any:
+    def call(self, definition: D, args: tuple[Any, ...]) -> Any:
         """Run ``definition`` on ``args`` (bound, in parameter order): the slow path."""
         found = self.specialization(definition, args)
         if not metrics.ACTIVE:
@@ -227,39 +293,38 @@ class Dispatcher:
         metrics.record_call(self._metrics_key, time.perf_counter() - start)
         return result
 
-    def run(
-        self, found: Specialization, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> Any:
+    def run(self, found: Specialization[P], definition: D, args: tuple[Any, ...]) -> Any:
         """Run ``found``'s executable on ``args``, checked: natively by its ``fast_entry``
-        (the checker then explains a refusal), else by the ``ArgumentChecker`` first.
+        (the check then explains a refusal), else by the frontend's check first.
 
-        The entry that accepted a program call (not a field operator's ``domain=`` call)
-        becomes ``fast``: the ``fast_entry``, or the ``remembered_entry`` when the check
-        remembers the verdict of ``args``.
+        The entry that accepted a call of the program's own definition (``definition_key``
+        None) becomes ``fast``: the ``fast_entry``, or the ``remembered_entry`` when the
+        check remembers the verdict of ``args``.
 
         Raises:
             ArgumentError, DomainError: an argument fails a check.
         """
+        own = self.calls.definition_key(definition) is None
         fast = found.fast_entry
         if fast is not None:
             result = fast(*args)
             if result is not NotImplemented:
-                if definition.output_slices is None:
+                if own:
                     self.fast = fast
                 return result
         remembered = found.check(args)
         entry = found.remembered_entry
-        if remembered and entry is not None and definition.output_slices is None:
+        if remembered and entry is not None and own:
             self.fast = entry
         return found.executable(*args)
 
     def _build(
         self,
-        concrete: ConcreteDefinition,
+        concrete: ConcreteDefinition[D],
         args: tuple[Any, ...],
-        lowered: tuple[CompilableProgram, object] | None,
+        lowered: tuple[P, object] | None,
         artifact: object | None,
-    ) -> Specialization:
+    ) -> Specialization[P]:
         """Walk the pipeline for one signature; a damaged artifact is rebuilt once."""
         start = time.perf_counter()
         dump = dump_directory()
@@ -270,7 +335,7 @@ class Dispatcher:
                 except DamagedArtifactError as error:
                     _log.warning("%s; rebuilding %s", error, concrete.definition.name)
                     found = self._walk(concrete, args, lowered, None)
-        except DSLError as error:
+        except SourceError as error:
             raise user_facing(error) from None
         if metrics.enabled():
             metrics.record_compile(self._metrics_key, time.perf_counter() - start)
@@ -278,33 +343,24 @@ class Dispatcher:
 
     def _walk(
         self,
-        concrete: ConcreteDefinition,
+        concrete: ConcreteDefinition[D],
         args: tuple[Any, ...],
-        lowered: tuple[CompilableProgram, object] | None,
+        lowered: tuple[P, object] | None,
         artifact: object | None,
-    ) -> Specialization:
+    ) -> Specialization[P]:
         pipeline = self.backend.pipeline
         program, source = self._lower(concrete, args) if lowered is None else lowered
         artifact = pipeline.compile(source) if artifact is None else artifact
         executable = pipeline.load(artifact)
         fast_entry = getattr(executable, "fast_entry", None)
-        checker = ArgumentChecker(program.ir)
-        backend = self.backend
-        check = RememberedCheck(
-            functools.partial(
-                checker.check,
-                device_type=backend.device_type,
-                namespace=backend.array_namespace,
-                array_type=backend.array_type,
-            )
-        )
+        check = RememberedCheck(self.calls.argument_check(program, self.backend))
         remembered_entry = (
             None
             if fast_entry is not None
             else RememberedEntry(
-                check, executable, backend.compile_time_args, concrete.compile_time_args
+                check, executable, self.backend.compile_time_args, concrete.compile_time_args
             )
         )
         return Specialization(
-            program, source, artifact, executable, checker, check, fast_entry, remembered_entry
+            program, source, artifact, executable, check, fast_entry, remembered_entry
         )

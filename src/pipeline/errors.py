@@ -18,6 +18,7 @@ __all__ = [
     "DamagedArtifactError",
     "DomainError",
     "FingerprintError",
+    "SourceError",
     "StepMismatchError",
     "StepOutputError",
     "UnsafeCacheDirectoryError",
@@ -91,7 +92,12 @@ class ArgumentError(TypeError):
     """A program argument has the wrong kind, rank, dtype or device for its annotation."""
 
 
-class DSLError(Exception):
+class SourceError(Exception):
+    """An error in the user's own source, located there (file, line): the framework reports
+    it without its own frames. A frontend's errors subclass it (the DSL's ``DSLError``)."""
+
+
+class DSLError(SourceError):
     """A program definition that the DSL cannot accept, located in the user's source.
 
     Attributes:

@@ -20,8 +20,8 @@ from typing import Any, TypeVar, cast, overload
 import attrs
 
 from pipeline import metrics
-from pipeline.arguments import bind_arguments
-from pipeline.dispatch import DispatchBackend, Dispatcher
+from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments
+from pipeline.dsl.calls import STENCIL_CALLS
 from pipeline.dsl.types import Dimension
 from pipeline.frontend.source import captured_values, with_captured_globals
 from pipeline.staged import Lowered
@@ -59,8 +59,8 @@ def evaluating_embedded() -> Iterator[None]:
 
 # The output domain (absolute start, stop per dimension name) of the call being evaluated
 # embedded: a scan sweeps it along its axis, whatever else its arguments cover.
-_OUTPUT_DOMAIN: contextvars.ContextVar[dict[str, tuple[int, int]] | None] = (
-    contextvars.ContextVar("stencilforge_output_domain", default=None)
+_OUTPUT_DOMAIN: contextvars.ContextVar[dict[str, tuple[int, int]] | None] = contextvars.ContextVar(
+    "stencilforge_output_domain", default=None
 )
 
 
@@ -148,7 +148,9 @@ class _Definition:
         kw_only=True,
     )
     # Made after the backend is validated (see __attrs_post_init__).
-    _dispatcher: Dispatcher = attrs.field(init=False, repr=False)
+    _dispatcher: Dispatcher[ProgramDefinition, CompilableProgram] = attrs.field(
+        init=False, repr=False
+    )
     _definition: list[ProgramDefinition] = attrs.field(factory=list, init=False, repr=False)
     # The function run when called on embedded fields, with the globals captured on first
     # use (see ``with_captured_globals``).
@@ -157,12 +159,18 @@ class _Definition:
     kind = "program"
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_dispatcher", Dispatcher(self.backend, self.metrics_key))
+        dispatcher = Dispatcher(self.backend, STENCIL_CALLS, self.metrics_key)
+        object.__setattr__(self, "_dispatcher", dispatcher)
 
     @property
     def name(self) -> str:
         """The function's name."""
         return self.function.__name__
+
+    @property
+    def dispatcher(self) -> Dispatcher[ProgramDefinition, CompilableProgram]:
+        """The program's table of compiled signatures (``pipeline.dispatch``)."""
+        return self._dispatcher
 
     @property
     def metrics_key(self) -> str:
@@ -217,7 +225,9 @@ class _Definition:
         """
         return self._dispatcher.frontend(self.definition)
 
-    def _lower(self, definition: ProgramDefinition, args: tuple[Any, ...]) -> Lowered:
+    def _lower(
+        self, definition: ProgramDefinition, args: tuple[Any, ...]
+    ) -> Lowered[ProgramDefinition, CompilableProgram]:
         return Lowered.of(self._dispatcher, definition, args)
 
 
@@ -252,7 +262,7 @@ class Program(_Definition):
         names = [p.name for p in self.frontend().ir.params]
         return bind_arguments(self.name, names, args, kwargs)
 
-    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered[ProgramDefinition, CompilableProgram]:
         """Frontend and translation for example ``args``: the IR and the generated source.
 
         Without arguments nothing is specialized (every field is taken as contiguous).

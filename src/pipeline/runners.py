@@ -3,7 +3,7 @@
 The data's path for each job (program, example arguments)::
 
     caller   Dispatcher.concrete -> pipeline.program (the frontend)
-               | CompilableProgram (its definition stays here) + the pipeline's steps, pickled
+               | the program (the DSL's leaves its definition here) + the steps, pickled
     worker   pipeline.translate -> pipeline.compile   (idempotent: the disk caches' single
                | ProgramSource, artifact and the       flight builds each program once)
                | stage events, pickled back
@@ -28,26 +28,47 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from pipeline.errors import CompileError
 from pipeline.events import StageEvent, deliver, recorded
-from pipeline.stages import CompilableProgram, ConcreteDefinition
+from pipeline.stages import ConcreteDefinition
 from pipeline.steps import identity
 from pipeline.workflow import CompilePipeline
 
 if TYPE_CHECKING:
     from pipeline.dispatch import Dispatcher
-    from pipeline.programs import Program
     from pipeline.staged import Compiled
 
-__all__ = ["BUILD_JOBS_VARIABLE", "build_executor", "compile_in_background", "compile_many"]
+__all__ = [
+    "BUILD_JOBS_VARIABLE",
+    "Dispatched",
+    "build_executor",
+    "compile_in_background",
+    "compile_many",
+]
 
 _log = logging.getLogger(__name__)
 
 BUILD_JOBS_VARIABLE = "STENCILFORGE_BUILD_JOBS"
+
+
+class Dispatched(Protocol):
+    """What ``compile_many`` reads of a program: any toolchain's program object that owns a
+    ``Dispatcher`` (the DSL's programs and field operators do)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def definition(self) -> Any:
+        """What the program's frontend reads."""
+        ...
+
+    @property
+    def dispatcher(self) -> Dispatcher[Any, Any]: ...
 
 
 @attrs.frozen
@@ -64,9 +85,9 @@ class _Job:
     """One program to compile: everything the caller knows before the workers start."""
 
     name: str
-    dispatcher: Dispatcher
-    concrete: ConcreteDefinition
-    program: CompilableProgram
+    dispatcher: Dispatcher[Any, Any]
+    concrete: ConcreteDefinition[Any]
+    program: object
     # The pipeline a worker runs: the frontend and loading stay in the caller.
     pipeline: CompilePipeline[Any, Any, Any, Any, Any]
 
@@ -92,18 +113,16 @@ def _frontend_runs_in_the_caller(inp: object) -> object:
     raise RuntimeError(f"the frontend runs in the caller, not in a worker (given {inp!r})")
 
 
-def _prepare(program: Program, args: Sequence[Any]) -> _Job:
-    dispatcher = program._dispatcher
+def _prepare(program: Dispatched, args: Sequence[Any]) -> _Job:
+    dispatcher = program.dispatcher
     concrete = dispatcher.concrete(program.definition, tuple(args))
-    lowered = dispatcher.frontend(program.definition)
-    compilable = attrs.evolve(lowered, compile_time_args=concrete.compile_time_args)
     pipeline = attrs.evolve(
         dispatcher.backend.pipeline, frontend=_frontend_runs_in_the_caller, loading=identity
     )
-    return _Job(program.name, dispatcher, concrete, compilable, pipeline)
+    return _Job(program.name, dispatcher, concrete, dispatcher.program(concrete), pipeline)
 
 
-def _install(job: _Job, built: _Built) -> Compiled:
+def _install(job: _Job, built: _Built) -> Compiled[Any, Any]:
     from pipeline.staged import Compiled  # noqa: PLC0415  (staged imports dispatch)
 
     deliver(built.events)
@@ -125,11 +144,11 @@ def _unpicklable(job: _Job) -> str | None:
 
 
 def compile_many(
-    jobs: Iterable[tuple[Program, Sequence[Any]]],
+    jobs: Iterable[tuple[Dispatched, Sequence[Any]]],
     *,
     executor: Executor | None = None,
     progress: bool | None = None,
-) -> list[Compiled]:
+) -> list[Compiled[Any, Any]]:
     """Compile every ``(program, example_args)`` and install each in its program.
 
     Args:
@@ -143,7 +162,7 @@ def compile_many(
         In the order of ``jobs``, what ``program.compile(*args)`` returns.
 
     Raises:
-        ExceptionGroup: of ``CompileError`` (and the frontends' ``DSLError``\\ s), one per
+        ExceptionGroup: of ``CompileError`` (and the frontends' ``SourceError``\\ s), one per
             program that failed, naming its program and stage; the others are compiled and
             installed all the same.
     """
@@ -156,7 +175,7 @@ def compile_many(
         except Exception as error:  # a frontend or argument error of one program
             errors.append(error)
             prepared.append(None)
-    results: list[Compiled | None] = [None] * len(jobs)
+    results: list[Compiled[Any, Any] | None] = [None] * len(jobs)
     with _executor(executor) as pool, _progress(len(jobs), progress) as bar:
         futures = _submit(pool, prepared)
         for index, future in futures:
@@ -173,11 +192,11 @@ def compile_many(
 
 
 def compile_in_background(
-    program: Program, args: Sequence[Any], executor: Executor
-) -> Future[Compiled]:
+    program: Dispatched, args: Sequence[Any], executor: Executor
+) -> Future[Compiled[Any, Any]]:
     """``program.compile(*args)`` on ``executor``: a ``Future`` of the ``Compiled``, loaded and
     installed in the caller's process when the worker is done."""
-    done: Future[Compiled] = Future()
+    done: Future[Compiled[Any, Any]] = Future()
     try:
         job = _prepare(program, args)
     except Exception as error:  # the frontend's error, delivered as the future's

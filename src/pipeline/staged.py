@@ -1,70 +1,69 @@
 """Staged objects: a program lowered for one signature, and then compiled.
 
-``prog.lower(*args)`` runs the frontend and the translation and returns a ``Lowered`` (the IR,
-the generated source); its ``.compile()`` runs compilation and loading, installs the result in
-the program's dispatch table and returns a ``Compiled`` (the artifact), callable like the
-program for that signature. Like JAX's ahead-of-time API: inspect each stage, or compile ahead.
+``prog.lower(*args)`` runs the frontend and the translation and returns a ``Lowered`` (the
+frontend's program, the generated source); its ``.compile()`` runs compilation and loading,
+installs the result in the program's dispatch table and returns a ``Compiled`` (the
+artifact), callable like the program for that signature. Like JAX's ahead-of-time API:
+inspect each stage, or compile ahead. Any toolchain's programs get them from their
+``Dispatcher``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 from pipeline.errors import ArgumentError
-from pipeline.ir.nodes import ProgramIR
-from pipeline.stages import (
-    CompilableProgram,
-    ConcreteDefinition,
-    Executable,
-    ProgramDefinition,
-    ProgramSource,
-)
+from pipeline.stages import ConcreteDefinition, Executable, NamedDefinition, ProgramSource
 
 if TYPE_CHECKING:
     from pipeline.dispatch import Dispatcher, Specialization
 
 __all__ = ["Compiled", "Lowered"]
 
+D = TypeVar("D", bound=NamedDefinition)
+P = TypeVar("P")
+
 
 @attrs.frozen
-class Lowered:
+class Lowered(Generic[D, P]):
     """A program after frontend and translation, for one compile-time signature.
 
     Attributes:
         concrete: the definition and the compile-time arguments lowered for.
-        program: the frontend's output (``.ir`` is its typed IR).
+        program: the frontend's output (the DSL's: a ``CompilableProgram``, ``.ir`` its IR).
         source: the translation's output (a ``ProgramSource`` on compiled backends; on an
-            embedded backend, whose translation is the identity, the ``CompilableProgram``).
+            embedded backend, whose translation is the identity, the frontend's program).
     """
 
-    _dispatcher: Dispatcher = attrs.field(repr=False)
-    concrete: ConcreteDefinition
-    program: CompilableProgram
+    _dispatcher: Dispatcher[D, P] = attrs.field(repr=False)
+    concrete: ConcreteDefinition[D]
+    program: P
     source: object
 
     @classmethod
     def of(
-        cls, dispatcher: Dispatcher, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> Lowered:
+        cls, dispatcher: Dispatcher[D, P], definition: D, args: tuple[Any, ...]
+    ) -> Lowered[D, P]:
         """Lower ``definition`` for ``args``'s signature through the dispatcher's backend."""
         concrete = dispatcher.concrete(definition, args)
         program, source = dispatcher.lower(concrete, args)
         return cls(dispatcher, concrete, program, source)
 
     @property
-    def ir(self) -> ProgramIR:
-        """The typed, inlined IR with extents."""
-        return self.program.ir
+    def ir(self) -> Any:
+        """The program's IR, for frontends whose program carries one as ``.ir`` (the DSL's
+        typed, inlined IR with extents)."""
+        return self.program.ir  # type: ignore[attr-defined]
 
     def as_text(self) -> str:
-        """The generated source text, or the printed IR when the backend generates none."""
+        """The generated source text, or the printed program when the backend generates none."""
         if isinstance(self.source, ProgramSource):
             return self.source.text
-        return str(self.ir)
+        return str(self.program)
 
-    def compile(self) -> Compiled:
+    def compile(self) -> Compiled[D, P]:
         """Compile and load, and install the executable in the program's dispatch table.
 
         Raises:
@@ -76,23 +75,23 @@ class Lowered:
             raise RuntimeError(
                 f"{self.concrete.definition.name!r} runs on the embedded backend "
                 f"{dispatcher.backend.name!r}: embedded programs are not compiled; use "
-                ".with_backend(backends.c_cpu) to compile"
+                ".with_backend(<a compiled backend>), e.g. backends.c_cpu, to compile"
             )
         found = dispatcher.compiled(self.concrete, lowered=(self.program, self.source))
         return Compiled(dispatcher, self.concrete, found)
 
 
 @attrs.frozen
-class Compiled:
+class Compiled(Generic[D, P]):
     """A program compiled for one compile-time signature: call it like the program.
 
     Calling it with arguments of another signature (another stride pattern, say) is an
     ``ArgumentError``; the program itself dispatches any signature.
     """
 
-    _dispatcher: Dispatcher = attrs.field(repr=False)
-    concrete: ConcreteDefinition
-    specialization: Specialization = attrs.field(repr=False)
+    _dispatcher: Dispatcher[D, P] = attrs.field(repr=False)
+    concrete: ConcreteDefinition[D]
+    specialization: Specialization[P] = attrs.field(repr=False)
 
     @property
     def artifact(self) -> object:
@@ -110,9 +109,14 @@ class Compiled:
         return self.specialization.source
 
     @property
-    def ir(self) -> ProgramIR:
-        """The typed IR."""
-        return self.specialization.program.ir
+    def program(self) -> P:
+        """The frontend's output."""
+        return self.specialization.program
+
+    @property
+    def ir(self) -> Any:
+        """The program's IR, for frontends whose program carries one (see ``Lowered.ir``)."""
+        return self.specialization.program.ir  # type: ignore[attr-defined]
 
     def __call__(self, *args: Any) -> Any:
         """Run on ``args`` (checked as a program call is).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import types
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -26,6 +26,7 @@ __all__ = [
     "CompiledArtifact",
     "ConcreteDefinition",
     "Executable",
+    "NamedDefinition",
     "ProgramDefinition",
     "ProgramSource",
     "ScanSettings",
@@ -150,15 +151,26 @@ class CompileTimeArgs:
         return f"CompileTimeArgs({inner})"
 
 
-@attrs.frozen
-class ConcreteDefinition:
-    """A pipeline's input: the definition and the compile-time arguments, side by side.
+class NamedDefinition(Protocol):
+    """What the framework reads of a frontend's definition: its name, for messages."""
 
-    The frontend reads ``definition`` alone, so it runs once per definition whatever the number
-    of signatures; the arguments rejoin the IR in the ``CompilableProgram``.
+    @property
+    def name(self) -> str: ...
+
+
+D = TypeVar("D", bound=NamedDefinition)
+
+
+@attrs.frozen
+class ConcreteDefinition(Generic[D]):
+    """What a dispatched pipeline compiles: the definition and the compile-time arguments,
+    side by side (GT4Py's concrete artifact).
+
+    The DSL's frontend reads ``definition`` alone, so it runs once per definition whatever
+    the number of signatures; the arguments rejoin the IR in the ``CompilableProgram``.
     """
 
-    definition: ProgramDefinition
+    definition: D
     compile_time_args: CompileTimeArgs = CompileTimeArgs()
 
 
@@ -184,6 +196,9 @@ class CompilableProgram:
 
     def __reduce__(self) -> tuple[type[CompilableProgram], tuple[None, ProgramIR, CompileTimeArgs]]:
         return (CompilableProgram, (None, self.ir, self.compile_time_args))
+
+    def __str__(self) -> str:
+        return str(self.ir)
 
     def __repr__(self) -> str:
         return (

@@ -26,6 +26,7 @@ from pipeline.stages import (
     CompilableProgram,
     CompiledArtifact,
     ConcreteDefinition,
+    ProgramDefinition,
     ProgramSource,
 )
 from pipeline.workflow import CompilePipeline
@@ -48,7 +49,11 @@ __all__ = [
 ]
 
 CPipeline = CompilePipeline[
-    ConcreteDefinition, CompilableProgram, ProgramSource, CompiledArtifact, CompiledProgram
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    ProgramSource,
+    CompiledArtifact,
+    CompiledProgram,
 ]
 
 

@@ -27,6 +27,7 @@ from pipeline.stages import (
     CompilableProgram,
     CompiledArtifact,
     ConcreteDefinition,
+    ProgramDefinition,
     ProgramSource,
 )
 from pipeline.workflow import CompilePipeline
@@ -45,7 +46,11 @@ __all__ = [
 ]
 
 CudaPipeline = CompilePipeline[
-    ConcreteDefinition, CompilableProgram, ProgramSource, CompiledArtifact, CudaProgram
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    ProgramSource,
+    CompiledArtifact,
+    CudaProgram,
 ]
 
 

@@ -10,7 +10,7 @@ from allocators import namespace_name
 from backends.embedded.execution import EmbeddedExecutable
 from backends.embedded.plan import LARGE_DOMAIN
 from pipeline.frontend.step import shared_frontend
-from pipeline.stages import CompilableProgram, ConcreteDefinition
+from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramDefinition
 from pipeline.steps import identity
 from pipeline.workflow import CompilePipeline
 
@@ -48,7 +48,11 @@ class EmbeddedLoading:
 def embedded_pipeline(
     namespace: ModuleType, *, planned: bool = True, large_domain: int = LARGE_DOMAIN
 ) -> CompilePipeline[
-    ConcreteDefinition, CompilableProgram, CompilableProgram, CompilableProgram, EmbeddedExecutable
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    CompilableProgram,
+    CompilableProgram,
+    EmbeddedExecutable,
 ]:
     """The shared frontend, identity translation and compilation, and ``EmbeddedLoading``
     (``planned``, ``large_domain``: see ``EmbeddedLoading``)."""

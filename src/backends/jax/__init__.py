@@ -18,7 +18,12 @@ from backends.jax.compilation import JaxJitCompilation, JittedProgram
 from backends.jax.loading import JaxJitExecutable, load_jitted
 from backends.jax.translation import JaxTranslation, jax_source_format
 from pipeline.frontend.step import shared_frontend
-from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramSource
+from pipeline.stages import (
+    CompilableProgram,
+    ConcreteDefinition,
+    ProgramDefinition,
+    ProgramSource,
+)
 from pipeline.workflow import CompilePipeline
 
 __all__ = [
@@ -32,7 +37,11 @@ __all__ = [
 ]
 
 JaxPipeline = CompilePipeline[
-    ConcreteDefinition, CompilableProgram, ProgramSource, JittedProgram, JaxJitExecutable
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    ProgramSource,
+    JittedProgram,
+    JaxJitExecutable,
 ]
 
 

@@ -62,10 +62,12 @@ class Frontend:
 
     passes: Step[ProgramDefinition, ProgramIR] = default_passes
 
-    def __call__(self, inp: ConcreteDefinition, /) -> CompilableProgram:
+    def __call__(self, inp: ConcreteDefinition[ProgramDefinition], /) -> CompilableProgram:
         return self.call_with_hit(inp)[0]
 
-    def call_with_hit(self, inp: ConcreteDefinition, /) -> tuple[CompilableProgram, bool]:
+    def call_with_hit(
+        self, inp: ConcreteDefinition[ProgramDefinition], /
+    ) -> tuple[CompilableProgram, bool]:
         """The program for ``inp``, and whether the passes' cache answered."""
         if isinstance(self.passes, ReportsCacheHits):
             ir, hit = self.passes.call_with_hit(inp.definition)
