@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipeline import metrics
 from pipeline.caching import CachedStep, DiskStepCache, MemoryStepCache, StepCache
+from pipeline.dispatch import CallConvention, Dispatcher
 from pipeline.dsl.builtins import (
     DType,
     arccos,
@@ -52,6 +53,7 @@ from pipeline.errors import (
     DSLSyntaxError,
     DSLTypeError,
     FingerprintError,
+    SourceError,
     StepMismatchError,
     UnsafeCacheDirectoryError,
 )
@@ -66,9 +68,12 @@ from pipeline.programs import (
     scan_operator,
 )
 from pipeline.runners import compile_many
+from pipeline.staged import Compiled, Lowered
 from pipeline.stages import (
     CompilableProgram,
     CompiledArtifact,
+    CompileTimeArgs,
+    ConcreteDefinition,
     Executable,
     ProgramDefinition,
     ProgramSource,
@@ -80,11 +85,15 @@ from pipeline.workflow import CompilePipeline
 __all__ = [
     "ArgumentError",
     "CachedStep",
+    "CallConvention",
     "Chain",
     "CompilableProgram",
     "CompileError",
     "CompilePipeline",
+    "CompileTimeArgs",
+    "Compiled",
     "CompiledArtifact",
+    "ConcreteDefinition",
     "DSLError",
     "DSLNameError",
     "DSLSyntaxError",
@@ -92,18 +101,21 @@ __all__ = [
     "DType",
     "Dimension",
     "DiskStepCache",
+    "Dispatcher",
     "DomainError",
     "Executable",
     "Field",
     "FieldOperator",
     "FieldType",
     "FingerprintError",
+    "Lowered",
     "MemoryStepCache",
     "Program",
     "ProgramDefinition",
     "ProgramSource",
     "ScalarType",
     "ScanOperator",
+    "SourceError",
     "SourceFormat",
     "Split",
     "StageEvent",

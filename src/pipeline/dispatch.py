@@ -109,6 +109,7 @@ class Specialization(Generic[P]):
 
     Attributes:
         program: the frontend's output for the signature.
+        parameters: its parameters' names, in the order the executable takes them.
         source: the translation's output.
         artifact: the compilation's output.
         executable: the loading's output.
@@ -122,6 +123,7 @@ class Specialization(Generic[P]):
     """
 
     program: P
+    parameters: tuple[str, ...]
     source: object
     artifact: object
     executable: Executable
@@ -302,7 +304,8 @@ class Dispatcher(Generic[D, P]):
         check remembers the verdict of ``args``.
 
         Raises:
-            ArgumentError, DomainError: an argument fails a check.
+            ArgumentError, DomainError: the number of arguments is not the number of
+                parameters, or an argument fails a check.
         """
         own = self.calls.definition_key(definition) is None
         fast = found.fast_entry
@@ -312,6 +315,8 @@ class Dispatcher(Generic[D, P]):
                 if own:
                     self.fast = fast
                 return result
+        if len(args) != len(found.parameters):
+            bind_arguments(definition.name, found.parameters, args, {})  # raises, naming them
         remembered = found.check(args)
         entry = found.remembered_entry
         if remembered and entry is not None and own:
@@ -361,6 +366,7 @@ class Dispatcher(Generic[D, P]):
                 check, executable, self.backend.compile_time_args, concrete.compile_time_args
             )
         )
+        parameters = tuple(self.calls.parameters(program))
         return Specialization(
-            program, source, artifact, executable, check, fast_entry, remembered_entry
+            program, parameters, source, artifact, executable, check, fast_entry, remembered_entry
         )
