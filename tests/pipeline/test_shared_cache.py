@@ -127,6 +127,18 @@ def test_a_shared_cache_without_a_secret_is_refused_with_what_to_do(tmp_path, mo
         shared(tmp_path, fakeredis.FakeServer(), b"")
 
 
+def test_c_cpu_pipeline_takes_the_secret_as_a_keyword(tmp_path, monkeypatch):
+    from backends.c import c_cpu_pipeline  # noqa: PLC0415
+
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET", raising=False)
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET_FILE", raising=False)
+    url = "redis://127.0.0.1:1/0"  # never connected to: nothing is looked up
+    pipeline = c_cpu_pipeline(tmp_path / "cache", cache_url=url, cache_secret=SECRET)
+    assert pipeline.compilation.cache.secret == SECRET
+    with pytest.raises(CacheSecretError, match="no secret is set"):
+        c_cpu_pipeline(tmp_path / "cache", cache_url=url)
+
+
 def test_a_secret_file_others_can_read_is_refused(tmp_path, monkeypatch):
     from backends.cache import cache_secret  # noqa: PLC0415
 
