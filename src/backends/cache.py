@@ -5,6 +5,11 @@
 directory is created mode 0700 and refused when group or others can write it, because its
 entries are code that will be loaded.
 
+``STENCILFORGE_CACHE_URL`` names a shared cache (Redis) behind the local one; its entries
+are authenticated with the fleet's secret, ``STENCILFORGE_CACHE_SECRET`` (the value) or
+``STENCILFORGE_CACHE_SECRET_FILE`` (a file only its owner can read), and a URL without one is
+refused (``CacheSecretError``) when the first pipeline that would use it is made.
+
 ``STENCILFORGE_TOOLCHAIN_DIR`` overrides where what is built from a toolchain alone lives
 (DaCe's precompiled runtime header, CMake configure results and recorded build commands,
 keyed by DaCe on compiler, flags and CPU): per user and machine, not per cache directory, so
@@ -17,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -24,15 +30,20 @@ from pathlib import Path
 import platformdirs
 
 from pipeline.caching import DiskStepCache, StepCache, ensure_private_directory
-from pipeline.shared_cache import RedisStore, SharedStepCache
+from pipeline.errors import CacheSecretError
+from pipeline.shared_cache import MINIMUM_SECRET_BYTES, RedisStore, SharedStepCache
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
+    "CACHE_SECRET_FILE_VARIABLE",
+    "CACHE_SECRET_VARIABLE",
     "CACHE_URL_VARIABLE",
     "TOOLCHAIN_DIR_VARIABLE",
     "build_directories",
     "cache_directory",
+    "cache_secret",
     "configured_cache_directory",
+    "required_cache_secret",
     "shared_store",
     "step_cache",
     "sweep_stale_builds",
@@ -41,6 +52,8 @@ __all__ = [
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
 CACHE_URL_VARIABLE = "STENCILFORGE_CACHE_URL"
+CACHE_SECRET_VARIABLE = "STENCILFORGE_CACHE_SECRET"
+CACHE_SECRET_FILE_VARIABLE = "STENCILFORGE_CACHE_SECRET_FILE"
 TOOLCHAIN_DIR_VARIABLE = "STENCILFORGE_TOOLCHAIN_DIR"
 
 
@@ -110,7 +123,70 @@ def build_directories(root: Path) -> tuple[Path, Path, bool]:
     return ensure_private_directory(root / "builds"), ensure_private_directory(root / "tmp"), True
 
 
-def step_cache(directory: Path, root: Path, url: str | None = None) -> StepCache:
+def cache_secret() -> bytes | None:
+    """The fleet's secret for the shared cache's entries, read now: ``STENCILFORGE_CACHE_SECRET``
+    (the value) or the contents of ``STENCILFORGE_CACHE_SECRET_FILE`` (surrounding whitespace
+    dropped); None when neither is set.
+
+    Raises:
+        CacheSecretError: both are set, or the file cannot be read or is readable or
+            writable by group or others; the message names the file and what to do.
+    """
+    value = os.environ.get(CACHE_SECRET_VARIABLE, "")
+    path = os.environ.get(CACHE_SECRET_FILE_VARIABLE, "")
+    if value and path:
+        raise CacheSecretError(
+            f"both {CACHE_SECRET_VARIABLE} and {CACHE_SECRET_FILE_VARIABLE} are set; "
+            "set one of them"
+        )
+    if value:
+        return value.encode()
+    if not path:
+        return None
+    secret_file = Path(path).expanduser()
+    try:
+        mode = secret_file.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise CacheSecretError(
+                f"the shared cache's secret file {secret_file} ({CACHE_SECRET_FILE_VARIABLE}) "
+                f"can be read or written by group or others (mode {stat.filemode(mode)}); "
+                f"whoever reads it can run code on every machine of the fleet: run "
+                f"`chmod 600 {secret_file}` and choose a new secret"
+            )
+        return secret_file.read_bytes().strip()
+    except OSError as error:
+        raise CacheSecretError(
+            f"the shared cache's secret file {secret_file} ({CACHE_SECRET_FILE_VARIABLE}) "
+            f"cannot be read: {error}"
+        ) from error
+
+
+def required_cache_secret(url: str) -> bytes:
+    """The fleet's secret (``cache_secret``) for the shared cache at ``url``.
+
+    Raises:
+        CacheSecretError: none is set, or it is shorter than ``MINIMUM_SECRET_BYTES``; the
+            message says how to set one.
+    """
+    secret = cache_secret()
+    if secret is None or len(secret) < MINIMUM_SECRET_BYTES:
+        shown = RedisStore.shown(url)
+        problem = "no secret is set" if secret is None else f"its secret has {len(secret)} bytes"
+        raise CacheSecretError(
+            f"the shared cache {shown} ({CACHE_URL_VARIABLE}) is refused: {problem}, and "
+            "without a secret anyone who can write to the Redis runs code on every machine "
+            f"that reads it. Set {CACHE_SECRET_VARIABLE} (at least {MINIMUM_SECRET_BYTES} "
+            "bytes, the same on every machine of the fleet, e.g. `python -c 'import secrets; "
+            f"print(secrets.token_hex(32))'`) or {CACHE_SECRET_FILE_VARIABLE} (a file only "
+            f"you can read, chmod 600), or unset {CACHE_URL_VARIABLE} to use the local cache "
+            "only"
+        )
+    return secret
+
+
+def step_cache(
+    directory: Path, root: Path, url: str | None = None, *, secret: bytes | None = None
+) -> StepCache:
     """The disk cache of a step in ``directory``, with the fleet's shared cache behind it
     when ``url`` (default ``STENCILFORGE_CACHE_URL``, read now) names one.
 
@@ -118,12 +194,18 @@ def step_cache(directory: Path, root: Path, url: str | None = None) -> StepCache
         directory: the step's store, under the cache directory ``root``.
         root: the cache directory (shared builds are unpacked under it).
         url: ``redis://host:port/db``; ``""`` for none whatever the environment says.
+        secret: the fleet's secret for the shared cache's entries (default
+            ``STENCILFORGE_CACHE_SECRET`` or ``STENCILFORGE_CACHE_SECRET_FILE``, read now).
+
+    Raises:
+        CacheSecretError: ``url`` names a shared cache and there is no usable secret.
     """
     local = DiskStepCache(directory)
     url = os.environ.get(CACHE_URL_VARIABLE, "") if url is None else url
     if not url:
         return local
-    return SharedStepCache(local, shared_store(url), root)
+    secret = required_cache_secret(url) if secret is None else secret
+    return SharedStepCache(local, shared_store(url), root, secret=secret)
 
 
 @functools.cache

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import secrets
 import shutil
 import socket
 import statistics
@@ -44,12 +45,21 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# The fleet's secret of this benchmark's own Redis (entries are authenticated with it).
+_SECRET = secrets.token_hex(32)
+
+
 def _process_seconds(cache: Path, url: str, script: Path) -> float:
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, str(script)],
         check=True,
-        env={**os.environ, "STENCILFORGE_CACHE_DIR": str(cache), "STENCILFORGE_CACHE_URL": url},
+        env={
+            **os.environ,
+            "STENCILFORGE_CACHE_DIR": str(cache),
+            "STENCILFORGE_CACHE_URL": url,
+            "STENCILFORGE_CACHE_SECRET": _SECRET,
+        },
     )
     return time.perf_counter() - started
 

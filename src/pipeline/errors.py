@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ArgumentError",
     "CacheDegradedWarning",
+    "CacheSecretError",
     "CacheStoreError",
     "CompileError",
     "DSLError",
@@ -71,6 +72,15 @@ class CacheStoreError(TypeError):
 class CacheDegradedWarning(RuntimeWarning):
     """The build cache cannot store new entries (read-only, full disk): it serves what it
     holds and computes the rest uncached."""
+
+
+class CacheSecretError(ValueError):
+    """A shared cache without a usable secret: none set, too short, or in a file that others
+    can read.
+
+    The secret authenticates the shared cache's entries (they are code that will be run), so
+    such a cache is refused rather than trusted.
+    """
 
 
 class DamagedArtifactError(RuntimeError):

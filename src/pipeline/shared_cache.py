@@ -3,11 +3,14 @@
     lookup:  local disk --miss--> Redis --miss--> [lock in Redis] compute
     publish: local disk, then Redis (write-through)
 
-Entries travel sealed as local ones are (their key and their payload's SHA-256, checked
-before anything is unpickled). A ``CompiledArtifact`` travels with its build: the file or
-folder under the writer's ``builds/`` directory, packed, unpacked under this machine's cache
-root (path-checked, atomically) and checked against its content hash by the step's
-``validate`` before it is used.
+Entries are authenticated, not only sealed: whoever can write to the Redis could compute a
+plain hash, so each entry carries its key and an HMAC-SHA256, with the fleet's secret, over
+the key and the payload (the pickled value, an artifact's build archive included). The MAC
+is checked before anything is unpickled or unpacked; an entry that fails is ignored with
+one warning, never unpickled, rebuilt and replaced. A ``CompiledArtifact`` travels with its
+build: the file or folder under the writer's ``builds/`` directory, packed, unpacked under
+this machine's cache root (path-checked, atomically) and checked against its content hash
+by the step's ``validate`` before it is used.
 
 Single flight across machines: the first to miss takes a Redis lock (``SET NX PX``) and the
 others wait for the entry, re-checking; a lock whose holder died expires after
@@ -18,12 +21,16 @@ socket timeouts.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import os
+import pickle
 import shutil
 import tarfile
 import tempfile
 import time
+import urllib.parse
 import uuid
 import warnings
 from collections.abc import Callable
@@ -32,13 +39,71 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pipeline.caching import CacheStats, DiskStepCache, open_entry, seal_entry
-from pipeline.errors import CacheDegradedWarning
+from pipeline.caching import CacheStats, DiskStepCache
+from pipeline.errors import CacheDegradedWarning, CacheSecretError
 from pipeline.stages import CompiledArtifact
 
-__all__ = ["RedisStore", "SharedStepCache"]
+__all__ = ["MINIMUM_SECRET_BYTES", "RedisStore", "SharedStepCache"]
 
 T = TypeVar("T")
+
+#: The fewest bytes a fleet's secret may have: a shorter one could be guessed offline from
+#: any entry read out of the Redis.
+MINIMUM_SECRET_BYTES = 16
+
+#: The first bytes of every shared entry (the format's version). Not the local entries':
+#: an entry sealed with a plain hash, which anyone can compute, is never read from the fleet.
+_MAGIC = b"stencilforge-shared-1\n"
+
+
+class UnauthenticatedEntry(Exception):
+    """A shared entry not written with this fleet's secret (internal: it is rebuilt)."""
+
+
+def _mac(secret: bytes, key: str, payload: bytes) -> bytes:
+    message = b"".join((_MAGIC, key.encode(), b"\n", payload))
+    return hmac.new(secret, message, hashlib.sha256).hexdigest().encode()
+
+
+def _seal(secret: bytes, key: str, value: object) -> bytes:
+    """The bytes published for ``value`` under ``key``: its key and its payload's MAC before
+    the payload (the pickled value)."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return b"".join((_MAGIC, key.encode(), b"\n", _mac(secret, key, payload), b"\n", payload))
+
+
+def _open(secret: bytes, key: str, stored: bytes) -> Any:
+    """The value in ``stored``, if it is ``key``'s entry written with ``secret``.
+
+    Raises:
+        UnauthenticatedEntry: not an entry of this format, of another key, or its MAC does
+            not verify (written without the secret, or altered); nothing was unpickled.
+    """
+    if not stored.startswith(_MAGIC):
+        raise UnauthenticatedEntry("not an entry of this format (an older or foreign one)")
+    try:
+        stored_key, mac, payload = stored[len(_MAGIC) :].split(b"\n", 2)
+    except ValueError:
+        raise UnauthenticatedEntry("a truncated entry") from None
+    if stored_key != key.encode():
+        raise UnauthenticatedEntry("the entry of another key (swapped or copied)")
+    if not hmac.compare_digest(mac, _mac(secret, key, payload)):
+        raise UnauthenticatedEntry(
+            "its MAC does not verify: it was not written with this fleet's secret, or was "
+            "altered since"
+        )
+    return pickle.loads(payload)
+
+
+def _without_password(url: str) -> str:
+    """``url`` as it may be shown in a message: a password in it (``redis://user:pass@``)
+    replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 class RemoteUnavailable(Exception):
@@ -49,7 +114,8 @@ class RedisStore:
     """Bytes by key in a Redis database, with a lock per key.
 
     Args:
-        url: ``redis://host:port/db`` (``rediss://`` for TLS).
+        url: ``redis://host:port/db``; ``rediss://`` for TLS and ``redis://user:password@``
+            for Redis AUTH protect the transport (messages show the URL without password).
         client: an existing client instead (``fakeredis.FakeRedis()`` in tests).
         timeout: seconds any operation may take before the store counts as down.
         prefix: namespaces the keys, so caches can share a database.
@@ -76,12 +142,18 @@ class RedisStore:
                 url, socket_timeout=timeout, socket_connect_timeout=timeout
             )
         self.url = url or repr(client)
+        self.name = _without_password(self.url)
         self._client = client
         self._prefix = prefix
         self.available = True
 
     def __repr__(self) -> str:
-        return f"RedisStore({self.url!r})"
+        return f"RedisStore({self.name!r})"
+
+    @staticmethod
+    def shown(url: str) -> str:
+        """``url`` as messages show it: a password in it replaced by ``***``."""
+        return _without_password(url)
 
     def _call(self, operation: Callable[[], T]) -> T:
         if not self.available:
@@ -91,7 +163,7 @@ class RedisStore:
         except Exception as error:  # any failure of the store: degrade, and say so once
             self.available = False
             warnings.warn(
-                f"the shared cache {self.url} is unavailable ({type(error).__name__}: "
+                f"the shared cache {self.name} is unavailable ({type(error).__name__}: "
                 f"{error}); this process uses its local cache only",
                 CacheDegradedWarning,
                 stacklevel=4,
@@ -132,6 +204,13 @@ class SharedStepCache:
         root: this machine's cache directory (builds travel relative to it).
         lock_seconds: how long a lock may be held: longer than the slowest build.
         poll_seconds: how often a waiting caller re-checks for the entry.
+        secret: the fleet's secret (keyword only), which only the fleet's machines hold:
+            entries are published with an HMAC made with it and read only when theirs
+            verifies. Needed when there is a ``remote``. It is not pickled: a compile worker
+            that reopens this cache reads its own (``backends.cache.cache_secret``).
+
+    Raises:
+        CacheSecretError: a ``remote`` without a secret of ``MINIMUM_SECRET_BYTES`` or more.
     """
 
     local: DiskStepCache
@@ -139,16 +218,27 @@ class SharedStepCache:
     root: Path
     lock_seconds: float = 900.0
     poll_seconds: float = 0.05
+    secret: bytes = attrs.field(default=b"", kw_only=True, repr=False)
     stats: CacheStats = attrs.field(init=False, repr=False)
     # Keys this process has just fetched from the fleet: hits, though the local cache missed.
     _fetched_now: dict[str, bool] = attrs.field(factory=dict, init=False, repr=False)
+    # Keys whose shared entry was ignored (and said so): one warning each.
+    _ignored: set[str] = attrs.field(factory=set, init=False, repr=False)
     strict = True
 
     def __attrs_post_init__(self) -> None:
+        if self.remote is not None and len(self.secret) < MINIMUM_SECRET_BYTES:
+            raise CacheSecretError(
+                f"the shared cache {self.remote.name} needs a secret of at least "
+                f"{MINIMUM_SECRET_BYTES} bytes (got {len(self.secret)}) to authenticate its "
+                "entries, which are code that will be run: pass secret=, the same on every "
+                "machine of the fleet"
+            )
         self.stats = self.local.stats  # hits and misses are the local cache's
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # A compile worker opens the same directory and the same store.
+        # A compile worker opens the same directory and the same store, and reads the
+        # fleet's secret where it runs: the secret never travels in a task.
         url = self.remote.url if self.remote is not None else None
         return (_reopen, (str(self.local.directory), url, str(self.root)))
 
@@ -177,14 +267,16 @@ class SharedStepCache:
         if data is None:
             return None
         try:
-            value = self._unpack(open_entry(key, data))
+            value = self._unpack(_open(self.secret, key, data))
         except Exception as error:
-            warnings.warn(
-                f"ignoring the shared cache's entry {key} in {self.remote.url}: {error}; it "
-                "will be rebuilt and replaced",
-                CacheDegradedWarning,
-                stacklevel=2,
-            )
+            if key not in self._ignored:  # a waiting caller asks again: say it once
+                self._ignored.add(key)
+                warnings.warn(
+                    f"ignoring the shared cache's entry {key} in {self.remote.name}: {error}; "
+                    "it will be rebuilt and replaced",
+                    CacheDegradedWarning,
+                    stacklevel=2,
+                )
             return None
         if validate is not None and not validate(value):
             return None
@@ -222,7 +314,7 @@ class SharedStepCache:
         if self.remote is None:
             return
         try:
-            self.remote.put(key, seal_entry(key, self._pack(value)))
+            self.remote.put(key, _seal(self.secret, key, self._pack(value)))
         except RemoteUnavailable as error:
             self._degrade(str(error))
 
@@ -279,6 +371,16 @@ def _build_object(path: Path) -> Path:
 
 
 def _reopen(directory: str, url: str | None, root: str) -> SharedStepCache:
-    from backends.cache import shared_store  # noqa: PLC0415  (one store per URL per process)
+    """The cache a worker unpickles.
 
-    return SharedStepCache(DiskStepCache(directory), shared_store(url) if url else None, Path(root))
+    Raises:
+        CacheSecretError: the worker's environment holds no secret for the shared cache.
+    """
+    # One store per URL per process; the secret is the worker's own (its environment).
+    from backends.cache import required_cache_secret, shared_store  # noqa: PLC0415
+
+    local = DiskStepCache(directory)
+    if not url:
+        return SharedStepCache(local, None, Path(root))
+    secret = required_cache_secret(url)
+    return SharedStepCache(local, shared_store(url), Path(root), secret=secret)

@@ -2,16 +2,20 @@
 
 In process with fakeredis: a second machine's empty cache is served from the fleet, builds
 travel with their artifacts, damaged shared entries are rebuilt, a Redis that is down costs
-one warning. With a real ``redis-server`` on loopback (``requires_redis``): a fresh
-process's first c_cpu result without compiling, eight racing processes compiling once, and a
-server stopped mid-run.
+one warning, an entry written with another secret is ignored once and rebuilt, a shared
+cache without a secret is refused. With a real ``redis-server`` on loopback
+(``requires_redis``): a fresh process's first c_cpu result without compiling, eight racing
+processes compiling once, a server stopped mid-run, and someone else writing the Redis (a
+planted pickle, a planted shared object with an artifact recording its hash) running no code.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -21,20 +25,24 @@ import time
 import warnings
 from pathlib import Path
 
+import attrs
 import pytest
 
 from pipeline import CompiledArtifact, ProgramSource, SourceFormat
 from pipeline.caching import DiskStepCache
-from pipeline.errors import CacheDegradedWarning
+from pipeline.errors import CacheDegradedWarning, CacheSecretError
 from pipeline.shared_cache import RedisStore, SharedStepCache
 
 fakeredis = pytest.importorskip("fakeredis")
 
 
-def shared(root: Path, server) -> SharedStepCache:
+SECRET = b"a secret the fleet's machines hold"
+
+
+def shared(root: Path, server, secret: bytes = SECRET) -> SharedStepCache:
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     remote = RedisStore(client=fakeredis.FakeRedis(server=server))
-    return SharedStepCache(DiskStepCache(root / "translations"), remote, root)
+    return SharedStepCache(DiskStepCache(root / "translations"), remote, root, secret=secret)
 
 
 def test_an_empty_machine_is_served_by_the_fleet(tmp_path):
@@ -87,6 +95,78 @@ def test_a_damaged_shared_entry_is_rebuilt_and_replaced(tmp_path):
         value, hit = shared(tmp_path / "b", server).get_or_compute("k", lambda: "rebuilt")
     assert (value, hit) == ("rebuilt", False)
     assert shared(tmp_path / "c", server).get_or_compute("k", lambda: "again") == ("rebuilt", True)
+
+
+def test_an_entry_written_with_another_secret_is_ignored_once_and_rebuilt(tmp_path):
+    server = fakeredis.FakeServer()
+    marker = tmp_path / "planted-code-ran"
+    other = b"a secret of somebody else's fleet"
+    shared(tmp_path / "a", server, other).get_or_compute("k", lambda: _Planted(marker))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value, hit = shared(tmp_path / "b", server).get_or_compute("k", lambda: "rebuilt")
+    assert (value, hit) == ("rebuilt", False) and not marker.exists()
+    ignored = [w for w in caught if "ignoring the shared cache's entry k" in str(w.message)]
+    assert len(ignored) == 1 and "MAC does not verify" in str(ignored[0].message)
+    assert shared(tmp_path / "c", server).get_or_compute("k", lambda: "again") == ("rebuilt", True)
+
+
+def test_a_shared_cache_without_a_secret_is_refused_with_what_to_do(tmp_path, monkeypatch):
+    from backends.cache import step_cache  # noqa: PLC0415
+
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET", raising=False)
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET_FILE", raising=False)
+    url = "redis://fleet:hunter2hunter2@127.0.0.1:1/0"
+    with pytest.raises(CacheSecretError, match="Set STENCILFORGE_CACHE_SECRET") as refused:
+        step_cache(tmp_path / "translations", tmp_path, url)
+    assert "hunter2" not in str(refused.value)  # the URL is shown without its password
+    monkeypatch.setenv("STENCILFORGE_CACHE_SECRET", "short")
+    with pytest.raises(CacheSecretError, match="its secret has 5 bytes"):
+        step_cache(tmp_path / "translations", tmp_path, url)
+    with pytest.raises(CacheSecretError, match="at least 16 bytes"):
+        shared(tmp_path, fakeredis.FakeServer(), b"")
+
+
+def test_c_cpu_pipeline_takes_the_secret_as_a_keyword(tmp_path, monkeypatch):
+    from backends.c import c_cpu_pipeline  # noqa: PLC0415
+
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET", raising=False)
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET_FILE", raising=False)
+    url = "redis://127.0.0.1:1/0"  # never connected to: nothing is looked up
+    pipeline = c_cpu_pipeline(tmp_path / "cache", cache_url=url, cache_secret=SECRET)
+    assert pipeline.compilation.cache.secret == SECRET
+    with pytest.raises(CacheSecretError, match="no secret is set"):
+        c_cpu_pipeline(tmp_path / "cache", cache_url=url)
+
+
+def test_a_secret_file_others_can_read_is_refused(tmp_path, monkeypatch):
+    from backends.cache import cache_secret  # noqa: PLC0415
+
+    secret_file = tmp_path / "fleet.key"
+    secret_file.write_text("a secret in a file, 32 bytes long\n")
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET", raising=False)
+    monkeypatch.setenv("STENCILFORGE_CACHE_SECRET_FILE", str(secret_file))
+    secret_file.chmod(0o644)
+    with pytest.raises(CacheSecretError, match=f"chmod 600 {secret_file}"):
+        cache_secret()
+    secret_file.chmod(0o600)
+    assert cache_secret() == b"a secret in a file, 32 bytes long"
+
+
+def test_a_worker_reopens_the_shared_cache_with_its_own_secret(tmp_path, monkeypatch):
+    root = tmp_path / "a"
+    root.mkdir(mode=0o700)
+    url = "redis://127.0.0.1:1/0"  # never connected to: nothing is looked up
+    cache = SharedStepCache(
+        DiskStepCache(root / "translations"), RedisStore(url), root, secret=SECRET
+    )
+    sent = pickle.dumps(cache)
+    assert SECRET not in sent  # the secret never travels in a task
+    monkeypatch.setenv("STENCILFORGE_CACHE_SECRET", SECRET.decode())
+    assert pickle.loads(sent).secret == SECRET
+    monkeypatch.delenv("STENCILFORGE_CACHE_SECRET")
+    with pytest.raises(CacheSecretError, match="no secret is set"):
+        pickle.loads(sent)
 
 
 def test_a_redis_that_is_down_costs_one_warning_and_no_wait(tmp_path):
@@ -170,13 +250,16 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path: Path, cache: Path, url: str) -> subprocess.Popen:
+FLEET_SECRET = "the fleet's secret, 32 bytes long"
+
+
+def _run(tmp_path: Path, cache: Path, url: str, secret: str = FLEET_SECRET) -> subprocess.Popen:
     script = tmp_path / f"smoothed_{cache.name}.py"  # one per process: none reads a rewrite
     script.write_text(PROGRAM)
     return subprocess.Popen(
         [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env={**os.environ, "STENCILFORGE_CACHE_DIR": str(cache),
-                        "STENCILFORGE_CACHE_URL": url},
+                        "STENCILFORGE_CACHE_URL": url, "STENCILFORGE_CACHE_SECRET": secret},
     )
 
 
@@ -218,3 +301,106 @@ def test_a_redis_stopped_mid_run_degrades_to_the_local_cache(tmp_path, redis_url
     report = _report(_run(tmp_path, tmp_path / "machine-b", url))
     assert report["compiled"] == [True]
     assert sum("is unavailable" in w for w in report["warnings"]) == 1
+
+
+# ------------------------------------------------------------- someone else writes the Redis
+
+
+class _Planted:
+    """A pickle that, when loaded, leaves ``marker`` behind (the attacker's code ran)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (exec, (f"open({str(self.marker)!r}, 'w').close()",))
+
+
+def _forged(stored: bytes, payload: bytes) -> bytes:
+    """``stored`` with its payload replaced, resealed as anyone with Redis access can: the
+    magic line and the key kept, the SHA-256 of the new payload where the seal was."""
+    magic, key, _seal, _payload = stored.split(b"\n", 3)
+    return b"\n".join((magic, key, hashlib.sha256(payload).hexdigest().encode(), payload))
+
+
+def _entries(url: str):
+    import redis  # noqa: PLC0415
+
+    client = redis.Redis.from_url(url)
+    names = [n for n in client.keys("stencilforge:*") if not n.startswith(b"stencilforge:lock:")]
+    assert names, "machine A published nothing"
+    return client, names
+
+
+@pytest.mark.requires_redis
+def test_a_pickle_planted_in_the_shared_cache_never_runs(tmp_path, redis_url):
+    url, _ = redis_url
+    marker = tmp_path / "planted-code-ran"
+    built = _report(_run(tmp_path, tmp_path / "machine-a", url))
+    client, names = _entries(url)
+    for name in names:
+        client.set(name, _forged(client.get(name), pickle.dumps(_Planted(marker))))
+    served = _report(_run(tmp_path, tmp_path / "machine-b", url))
+    assert not marker.exists()
+    assert served["sum"] == built["sum"] and served["compiled"] == [True]
+    # One warning per planted entry read (B tunes its own translation, and under load may
+    # choose another variant than A: then it never asks for A's artifact).
+    ignored = [w for w in served["warnings"] if "ignoring the shared cache's entry" in w]
+    assert 1 <= len(ignored) == len(set(ignored)), served["warnings"]
+    assert all("MAC does not verify" in w for w in ignored)
+
+
+def _planted_library(tmp_path: Path, marker: Path) -> bytes:
+    """A shared object that leaves ``marker`` behind when it is loaded."""
+    source = tmp_path / "planted.c"
+    source.write_text(
+        "#include <stdio.h>\n"
+        "__attribute__((constructor)) static void planted(void) {\n"
+        f'    FILE *f = fopen("{marker}", "w"); if (f) fclose(f);\n'
+        "}\n"
+    )
+    library = tmp_path / "planted.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    return library.read_bytes()
+
+
+@pytest.mark.requires_redis
+def test_a_shared_object_planted_with_an_artifact_recording_its_hash_is_never_loaded(
+    tmp_path, redis_url
+):
+    import tarfile  # noqa: PLC0415
+
+    url, _ = redis_url
+    marker = tmp_path / "planted-library-loaded"
+    planted = _planted_library(tmp_path, marker)
+    built = _report(_run(tmp_path, tmp_path / "machine-a", url))
+    client, names = _entries(url)
+    replaced = 0
+    for name in names:
+        stored = client.get(name)
+        travelled = pickle.loads(stored.split(b"\n", 3)[3])  # the attacker reads it as-is
+        kind, artifact, library, packed = travelled
+        if kind != "artifact":
+            continue
+        archive = io.BytesIO()
+        with (
+            tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as original,
+            tarfile.open(fileobj=archive, mode="w:gz") as forged,
+        ):
+            for member in original.getmembers():
+                if member.name == library:
+                    member.size = len(planted)
+                    forged.addfile(member, io.BytesIO(planted))
+                else:
+                    forged.addfile(member, original.extractfile(member))
+        artifact = attrs.evolve(artifact, content_hash=hashlib.sha256(planted).hexdigest())
+        payload = pickle.dumps((kind, artifact, library, archive.getvalue()))
+        client.set(name, _forged(stored, payload))
+        replaced += 1
+    assert replaced == 1
+    served = _report(_run(tmp_path, tmp_path / "machine-b", url))
+    assert not marker.exists()
+    assert served["sum"] == built["sum"] and served["compiled"] == [True]
+    # B took A's translation (intact), so it asked for the planted artifact and refused it.
+    ignored = [w for w in served["warnings"] if "ignoring the shared cache's entry" in w]
+    assert len(ignored) == 1 and "MAC does not verify" in ignored[0], served["warnings"]

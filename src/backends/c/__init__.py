@@ -63,6 +63,7 @@ def c_cpu_pipeline(
     translation: CTranslation | None = None,
     compilation: CCompilation | None = None,
     cache_url: str | None = None,
+    cache_secret: bytes | None = None,
 ) -> CPipeline:
     """The ``c_cpu`` pipeline with translation and compilation cached under ``cache_directory``.
 
@@ -77,6 +78,11 @@ def c_cpu_pipeline(
             ``cache_directory / "launcher"``).
         cache_url: a shared cache behind the local one (``redis://host:port/db``); default
             ``STENCILFORGE_CACHE_URL``; ``""`` for none.
+        cache_secret: the fleet's secret that authenticates the shared cache's entries;
+            default ``STENCILFORGE_CACHE_SECRET`` or ``STENCILFORGE_CACHE_SECRET_FILE``.
+
+    Raises:
+        CacheSecretError: a shared cache is named and there is no usable secret.
     """
     cache_directory = ensure_private_directory(cache_directory)
     compilation = compilation or CCompilation(str(cache_directory / "c"))
@@ -84,8 +90,12 @@ def c_cpu_pipeline(
         # Choice records are this machine's (their key names it): never shared over the URL.
         records = step_cache(cache_directory / "choices", cache_directory, "")
         translation = CTranslation(tuning=Tuning(compilation, records))
-    translations = step_cache(cache_directory / "translations", cache_directory, cache_url)
-    artifacts = step_cache(cache_directory / "artifacts", cache_directory, cache_url)
+    translations = step_cache(
+        cache_directory / "translations", cache_directory, cache_url, secret=cache_secret
+    )
+    artifacts = step_cache(
+        cache_directory / "artifacts", cache_directory, cache_url, secret=cache_secret
+    )
     return CompilePipeline(
         frontend=shared_frontend,
         translation=CachedStep(translation, translations),
