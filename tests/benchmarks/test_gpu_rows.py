@@ -39,7 +39,7 @@ def test_the_goals_are_judged_on_cuda_gpu_rows_only():
 
 
 def test_the_device_check_script_is_valid_bash():
-    script = ROOT / "src" / "benchmarks" / "gpu_check.sh"
+    script = ROOT / "benchmarks" / "gpu_check.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
 
 

@@ -4,7 +4,7 @@
 # attrs, filelock, tqdm, pytest, pytest-xdist, hypothesis, CuPy, networkx, sympy, PyYAML,
 # CMake and ninja already there). Run here, where PyPI is reachable:
 #
-#   bash src/benchmarks/gpu_wheels.sh .whl     # then carry .whl (about 9 MB) with the run
+#   bash benchmarks/gpu_wheels.sh .whl     # then carry .whl (about 9 MB) with the run
 #
 # DaCe 2.0.0b1 publishes no wheel, so it is built from its sdist (pure Python).
 set -euo pipefail

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The device check of issue 18, for a lent GPU machine: run from the repository root.
 #
-#   OUT=/some/dir bash src/benchmarks/gpu_check.sh
+#   OUT=/some/dir bash benchmarks/gpu_check.sh
 #
 # Python: where the machine's python3 (or $PY) already has CuPy, as the lent H200's image does,
 # that interpreter, with the wheels under $WHEELS (default .whl) installed beside it into a
 # target folder: that machine reaches no package registry, so what its image lacks travels as
-# wheels, which `bash src/benchmarks/gpu_wheels.sh .whl` downloads beforehand on a machine that
+# wheels, which `bash benchmarks/gpu_wheels.sh .whl` downloads beforehand on a machine that
 # reaches PyPI. Elsewhere, a fresh venv with the test and dace extras and the CuPy wheel from
 # the registry. Then nvcc: a system one of a CUDA release the driver runs, else (online only)
 # the nvcc wheel of the driver's release. Then the requires_gpu tests (the DSL corpus on
@@ -43,7 +43,7 @@ if "$PY" -c "import cupy" > /dev/null 2>&1; then
             --upgrade --target "$SITE" "$WHEELS"/*.whl > "$OUT/install.log" 2>&1 \
             || note "installing the wheels failed or timed out: see install.log"
     else
-        note "no wheels in $WHEELS: only what $PY has (run src/benchmarks/gpu_wheels.sh first)"
+        note "no wheels in $WHEELS: only what $PY has (run benchmarks/gpu_wheels.sh first)"
     fi
     export PYTHONPATH="$SITE:$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 else
