@@ -2,8 +2,9 @@
 processor time per call: a single reading of the process clock around a short parallel call
 can be a third off, so one call that reads cheap must not make a candidate the fastest.
 
-The candidates here are stand-ins that burn a given processor time per call on one thread
-(where the clock is exact), so the test asserts the statistic, not a machine's speed.
+The candidates here are stand-ins that add a given cost per call to a logical clock, which
+the executable reads instead of the system's clocks: the tests check the statistic and the
+dropping rule on exact numbers, which no other process on a loaded machine can reorder.
 """
 
 from __future__ import annotations
@@ -34,9 +35,20 @@ from backends.c.variants import Choice, Variant  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
 
 
-def burning_candidate(number: int, costs_ms: tuple[float, ...]) -> StencilCode:
-    """Candidate ``number``: its n-th call (the warm-up is the first) keeps the processor
-    busy for ``costs_ms[n]`` milliseconds, the last figure on every later call."""
+#: Read by the measuring executable instead of the system's clocks: wall-clock and processor
+#: time alike are the logical seconds the candidates' calls have cost so far.
+LOGICAL_CLOCK = r"""
+double sf_logical_seconds = 0.0;
+static double sf_clock(clockid_t clock) {
+    (void)clock;
+    return sf_logical_seconds;
+}
+"""
+
+
+def costing_candidate(number: int, costs_ms: tuple[float, ...]) -> StencilCode:
+    """Candidate ``number``: its n-th call (the warm-up is the first) costs ``costs_ms[n]``
+    logical milliseconds, the last figure on every later call."""
     name = f"sf_stencil_{number}"
     signature = (
         f'__attribute__((visibility("hidden"))) int {name}'
@@ -44,20 +56,13 @@ def burning_candidate(number: int, costs_ms: tuple[float, ...]) -> StencilCode:
     )
     costs = ", ".join(f"{cost!r}e-3" for cost in costs_ms)
     text = f"""
-#include <time.h>
-static double cpu_seconds_{number}(void) {{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}}
+extern double sf_logical_seconds;
 {signature} {{
     static const double costs[] = {{{costs}}};
     static int calls = 0;
     const int n = (int)(sizeof costs / sizeof costs[0]);
-    const double until = cpu_seconds_{number}() + costs[calls < n ? calls : n - 1];
+    sf_logical_seconds += costs[calls < n ? calls : n - 1];
     ++calls;
-    while (cpu_seconds_{number}() < until) {{
-    }}
     (void)a; (void)lo; (void)hi;
     return 0;
 }}
@@ -65,9 +70,14 @@ static double cpu_seconds_{number}(void) {{
     return StencilCode(name, signature, text, ("I", "J", "K"))
 
 
-def _measured(tmp_path: Path, codes: list[StencilCode], grid_bytes: int = 2**20) -> Choice:
+def _measured(
+    tmp_path: Path,
+    codes: list[StencilCode],
+    grid_bytes: int = 2**20,
+    clock: str = LOGICAL_CLOCK,
+) -> Choice:
     """The choice ``MeasureVariants`` makes between stand-in ``codes`` of hdiff (two at most)
-    on a grid of ``grid_bytes``."""
+    on a grid of ``grid_bytes``, timed by ``clock``."""
     inp = np.zeros((14, 13, 5))
     program = stencils.hdiff_program.lower(inp, 0.025, inp.copy()).ir
     stencil = program.stencils[0]
@@ -79,7 +89,8 @@ def _measured(tmp_path: Path, codes: list[StencilCode], grid_bytes: int = 2**20)
         stencil.operator_name,
         variants,
         measurement_source(
-            program, stencil, codes, grid, argument_struct(program), RUNTIME_C, 2**20
+            program, stencil, codes, grid, argument_struct(program), RUNTIME_C, 2**20,
+            clock=clock,
         ),
         grid.describe(),
         "test machine",
@@ -92,12 +103,12 @@ def test_one_cheap_call_does_not_make_a_candidate_the_fastest(tmp_path: Path) ->
     # undercounted reading of the process clock would); the second's cost 3 ms each.
     choice = _measured(
         tmp_path,
-        [burning_candidate(0, (6.0, 6.0, 0.5, 6.0, 6.0, 6.0)), burning_candidate(1, (3.0,))],
+        [costing_candidate(0, (6.0, 6.0, 0.5, 6.0, 6.0, 6.0)), costing_candidate(1, (3.0,))],
     )
 
     assert not choice.variant.temporaries
     (_, _, spiky), (_, _, steady) = choice.timings
-    assert spiky > 5e-3 and 2.9e-3 < steady < 4e-3
+    assert spiky == pytest.approx(6e-3) and steady == pytest.approx(3e-3)
 
 
 def test_a_candidate_far_slower_in_the_first_round_is_timed_no_further(tmp_path: Path) -> None:
@@ -107,13 +118,14 @@ def test_a_candidate_far_slower_in_the_first_round_is_timed_no_further(tmp_path:
     assert DROP_FACTOR < 4.0
     choice = _measured(
         tmp_path,
-        [burning_candidate(0, (3.0,)), burning_candidate(1, (12.0, 12.0, 0.5))],
+        [costing_candidate(0, (3.0,)), costing_candidate(1, (12.0, 12.0, 0.5))],
     )
 
     assert choice.variant.temporaries
     (_, _, kept), (_, wall, dropped) = choice.timings
-    assert 2.9e-3 < kept < 4e-3
-    assert wall > 11e-3 and dropped > 11e-3  # the one reading, not a later call's
+    assert kept == pytest.approx(3e-3)
+    # The one reading, not a later call's.
+    assert wall == pytest.approx(12e-3) and dropped == pytest.approx(12e-3)
 
 
 def test_a_candidate_within_the_factor_keeps_being_timed(tmp_path: Path) -> None:
@@ -122,12 +134,12 @@ def test_a_candidate_within_the_factor_keeps_being_timed(tmp_path: Path) -> None
     assert DROP_FACTOR > 2.0
     choice = _measured(
         tmp_path,
-        [burning_candidate(0, (3.0,)), burning_candidate(1, (6.0, 6.0, 0.5))],
+        [costing_candidate(0, (3.0,)), costing_candidate(1, (6.0, 6.0, 0.5))],
     )
 
     assert not choice.variant.temporaries
     (_, _, first), (_, _, second) = choice.timings
-    assert 2.9e-3 < first < 4e-3 and second < 1e-3
+    assert first == pytest.approx(3e-3) and second == pytest.approx(0.5e-3)
 
 
 def _transparent_huge_pages() -> str:
@@ -192,7 +204,7 @@ def test_every_timed_call_follows_a_write_of_the_last_level_cache() -> None:
     stencil = program.stencils[0]
     dims = StencilLayout.of(program, stencil, temporaries=True).dims
     grid = measurement_grid(program, stencil, dims, 2**20)
-    code = burning_candidate(0, (0.1,))
+    code = costing_candidate(0, (0.1,))
     text = measurement_source(
         program, stencil, [code], grid, argument_struct(program), RUNTIME_C, 3 * 2**20
     )

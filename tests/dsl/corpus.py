@@ -2520,6 +2520,47 @@ add("tuple_parameters_values_and_nested_results", tuples_program,
 
 
 @field_operator
+def scaled_pair(pair: tuple[IJ, IJ], s: float64) -> tuple[IJ, IJ]:
+    return pair[0] * s, pair[1]
+
+
+@field_operator
+def nested_as_in_python(t: tuple[IJ, tuple[IJ, IJ]]) -> tuple[IJ, IJ, IJ]:
+    # Each read means what it means in Python: t[1] is the inner pair, not a leaf.
+    x, pair = t
+    a, (b, c) = t
+    u = t[1][0] - pair[1] + t[-1][-1]
+    v, w = scaled_pair(t[1], s=2.0)
+    return x + a * t[0], u + b - c, v + w
+
+
+@field_operator
+def nested_from_a_call(x: IJ, y: IJ) -> IJ:
+    inner = swap_scale((x, y), s=3.0)[1]
+    return inner[0] + swap_scale((x, y), s=1.0)[1][1]
+
+
+@program
+def nested_indexing_program(x: IJ, y: IJ, z: IJ, o1: IJ, o2: IJ, o3: IJ, o4: IJ):
+    nested_as_in_python((x, (y, z)), out=(o1, o2, o3))
+    nested_from_a_call(x, y, out=o4)
+
+
+def nested_indexing_reference(x, y, z, o1, o2, o3, o4):
+    o1[:] = x + x * x
+    o2[:] = 2.0 * y - z
+    o3[:] = 2.0 * y + z
+    o4[:] = 3.0 * y + (x - y)
+
+
+add("nested_tuples_indexed_and_unpacked_as_in_python", nested_indexing_program,
+    arguments(x=F(shape=SHAPE_2D), y=F(shape=SHAPE_2D), z=F(shape=SHAPE_2D),
+              o1=OUT(shape=SHAPE_2D), o2=OUT(shape=SHAPE_2D), o3=OUT(shape=SHAPE_2D),
+              o4=OUT(shape=SHAPE_2D)),
+    nested_indexing_reference, outputs=("o1", "o2", "o3", "o4"))
+
+
+@field_operator
 def volume_and_surface(a: IJK, b: IJ) -> tuple[IJK, IJ, IJK]:
     s = b * 2.0
     return a + s, s(I + 1), a * s

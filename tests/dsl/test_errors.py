@@ -226,6 +226,67 @@ def with_one_branch_return(f: IJK, s: float64) -> IJK:
     return g
 
 
+Nested = tuple[IJK, tuple[IJK, IJK]]
+
+
+@field_operator
+def pack(f: IJK, g: IJK) -> Nested:
+    return f, (f, g)
+
+
+@field_operator
+def with_nested_index(t: Nested) -> IJK:
+    return t[1]  # E:nested-index
+
+
+@field_operator
+def with_nested_item_as_a_value(t: Nested) -> IJK:
+    return t[0] + t[1]  # E:nested-item
+
+
+@field_operator
+def with_nested_index_past_the_end(t: Nested) -> IJK:
+    return t[2]  # E:nested-past-end
+
+
+@field_operator
+def with_nested_unpacked_by_leaves(t: Nested) -> IJK:
+    x, y, z = t  # E:nested-unpack
+    return x + y + z
+
+
+@field_operator
+def with_nested_call_indexed(f: IJK, g: IJK) -> IJK:
+    return f + pack(f, g)[1]  # E:nested-call-index
+
+
+@field_operator
+def with_nested_call_local_indexed(f: IJK, g: IJK) -> IJK:
+    p = pack(f, g)
+    return p[1] * g  # E:nested-call-local
+
+
+@field_operator
+def with_nested_literal_indexed(f: IJK, g: IJK) -> IJK:
+    t = (f, (f, g))
+    return t[-1] - f  # E:nested-literal
+
+
+@field_operator
+def with_nesting_unlike_the_annotation(f: IJK, g: IJK) -> Nested:
+    return (f, f), g  # E:nested-return
+
+
+@field_operator
+def first(t: Nested) -> IJK:
+    return t[0]
+
+
+@field_operator
+def with_argument_nested_unlike_the_parameter(f: IJK, g: IJK) -> IJK:
+    return first(((f, g), f))  # E:nested-argument
+
+
 CASES = [
     (with_loop, DSLSyntaxError, "E:loop", r"`for` loops are not supported"),
     (with_attribute, DSLSyntaxError, "E:attribute", r"attribute access on fields"),
@@ -254,6 +315,15 @@ CASES = [
     (with_shifted_scan_local, DSLTypeError, "E:scan-local-shift", r"scan's result is read shifted"),
     (with_scan_off_axis, DSLTypeError, "E:scan-axis", r"sweeps K, but no argument has dimension K"),
     (with_if_in_scan, DSLSyntaxError, "E:scan-if", r"`if` is not supported in it"),
+    (with_nested_index, DSLTypeError, "E:nested-index", r"'with_nested_index' returns 2 value\(s\) but its annotation declares 1"),
+    (with_nested_item_as_a_value, DSLTypeError, "E:nested-item", r"'t\[1\]' is a tuple of 2 value\(s\), not a single value.*t\[1\]\[0\]"),
+    (with_nested_index_past_the_end, DSLTypeError, "E:nested-past-end", r"index 2 of a tuple of 2 value\(s\)"),
+    (with_nested_unpacked_by_leaves, DSLTypeError, "E:nested-unpack", r"2 value\(s\) unpacked into 3 name\(s\)"),
+    (with_nested_call_indexed, DSLTypeError, "E:nested-call-index", r"'pack\(f, g\)\[1\]' is a tuple of 2 value\(s\)"),
+    (with_nested_call_local_indexed, DSLTypeError, "E:nested-call-local", r"'p\[1\]' is a tuple of 2 value\(s\)"),
+    (with_nested_literal_indexed, DSLTypeError, "E:nested-literal", r"'t\[-1\]' is a tuple of 2 value\(s\)"),
+    (with_nesting_unlike_the_annotation, DSLTypeError, "E:nested-return", r"returns \(\(value, value\), value\) but its annotation declares \(value, \(value, value\)\)"),
+    (with_argument_nested_unlike_the_parameter, DSLTypeError, "E:nested-argument", r"argument 't' of 'first' is a tuple \(value, \(value, value\)\); pass a tuple of that form"),
 ]
 
 

@@ -49,6 +49,12 @@ from pipeline.stages import ProgramDefinition
 
 __all__ = ["parameter_types", "parse_field_operator", "parse_program", "parse_scan_operator"]
 
+# A tuple value as written: an inner tuple stays a tuple, because Python's meaning of t[i]
+# and of unpacking depends on the nesting (the IR itself only holds the leaves, in order).
+_Values = tuple["Expr | _Values", ...]
+# The component locals of a tuple-valued name, nested like its value.
+_Names = tuple["str | _Names", ...]
+
 _BINARY_OPS: dict[type[ast.operator], str] = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -97,12 +103,13 @@ def parameter_types(
     source: FunctionSource,
     *,
     first: int = 0,
-    tuples: dict[str, tuple[str, ...]] | None = None,
+    tuples: dict[str, _Names] | None = None,
 ) -> tuple[Param, ...]:
     """The typed parameters of a DSL function from the ``first`` on, from its annotations.
 
     With ``tuples`` (a field operator's), a ``tuple[...]`` annotation is one parameter per
-    component, named ``<name>__<i>`` (nested tuples flattened); ``tuples`` gets the names.
+    leaf, named ``<name>__<i>`` (leaves numbered in order); ``tuples`` gets the names,
+    nested like the annotation.
 
     Raises:
         DSLTypeError: a parameter without annotation, or with one that is not a field type
@@ -140,10 +147,11 @@ def parameter_types(
                     node,
                 )
             leaves = _flatten_type(annotation)
-            names = tuple(f"{arg.arg}__{i}" for i in range(len(leaves)))
+            names = _component_names(arg.arg, _shape(annotation))
             tuples[arg.arg] = names
             params += [
-                Param(n, _as_type(t, source, node)) for n, t in zip(names, leaves, strict=True)
+                Param(n, _as_type(t, source, node))
+                for n, t in zip(_name_leaves(names), leaves, strict=True)
             ]
             continue
         params.append(Param(arg.arg, _as_type(annotation, source, node)))
@@ -196,6 +204,76 @@ def _flatten_type(value: object) -> list[object]:
     return [value]
 
 
+def _shape(value: object) -> object:
+    """The nesting of a tuple value, tuple annotation or tuple expression: a tuple of its
+    items' shapes; None for anything that is not a tuple."""
+    if isinstance(value, tuple):
+        return tuple(_shape(item) for item in value)
+    if _is_tuple_type(value):
+        return tuple(_shape(item) for item in value.__args__)  # type: ignore[attr-defined]
+    if isinstance(value, ast.Tuple):
+        return tuple(_shape(item) for item in value.elts)
+    return None
+
+
+def _describe_shape(shape: object) -> str:
+    """A shape as the user would write such a tuple: ``(value, (value, value))``."""
+    if isinstance(shape, tuple):
+        return f"({', '.join(_describe_shape(item) for item in shape)})"
+    return "value"
+
+
+def _as_tuple_shape(shape: object) -> tuple[object, ...]:
+    """A single value as a tuple of one: ``-> F``, ``return a`` and ``return (a,)`` agree."""
+    return shape if isinstance(shape, tuple) else (shape,)
+
+
+def _component_names(name: str, shape: object) -> _Names:
+    """Names ``<name>__<i>`` for the leaves of a tuple of ``shape``, numbered in order."""
+    counter = iter(range(len(_flatten_shape(shape))))
+
+    def build(part: tuple[object, ...]) -> _Names:
+        return tuple(
+            build(item) if isinstance(item, tuple) else f"{name}__{next(counter)}"
+            for item in part
+        )
+
+    return build(_as_tuple_shape(shape))
+
+
+def _flatten_shape(shape: object) -> list[None]:
+    if isinstance(shape, tuple):
+        return [leaf for item in shape for leaf in _flatten_shape(item)]
+    return [None]
+
+
+def _leaves(values: _Values) -> tuple[Expr, ...]:
+    """The values of a (nested) tuple value, in order."""
+    return tuple(
+        leaf
+        for item in values
+        for leaf in (_leaves(item) if isinstance(item, tuple) else (item,))
+    )
+
+
+def _name_leaves(names: _Names) -> tuple[str, ...]:
+    return tuple(
+        leaf
+        for item in names
+        for leaf in (_name_leaves(item) if isinstance(item, tuple) else (item,))
+    )
+
+
+def _nest(shape: tuple[object, ...], leaves: Sequence[Expr]) -> _Values:
+    """``leaves`` (in order) as a tuple value nested like ``shape``."""
+    remaining = iter(leaves)
+
+    def build(part: tuple[object, ...]) -> _Values:
+        return tuple(build(item) if isinstance(item, tuple) else next(remaining) for item in part)
+
+    return build(shape)
+
+
 def _result_types(function: Callable[..., Any], source: FunctionSource) -> tuple[FieldType, ...]:
     annotations = _annotations(function)
     node: ast.AST = source.function_def.returns or source.function_def
@@ -233,8 +311,12 @@ class _ExprParser:
         self.renames: dict[str, str] = {}
         self.branches = 0
         self.private_names = 0
-        # Tuple-valued names (a tuple carry, a tuple local): their component locals.
-        self.tuples: dict[str, tuple[str, ...]] = {}
+        # Tuple-valued names (a tuple parameter or carry, a tuple local): their component
+        # locals, nested like the value.
+        self.tuples: dict[str, _Names] = {}
+        # The statements parsed so far: a call of a field operator returning a tuple binds
+        # its results to new locals here (the inliner unpacks such a call).
+        self.body: list[Assign] = []
         # In a scan operator every value is per point: no `if` on them.
         self.in_scan = False
         self.captured = captured_values(function)
@@ -332,29 +414,34 @@ class _ExprParser:
                 return Call(
                     SCALAR_CHOICE, (self.expr(test), self.expr(then), self.expr(otherwise)), loc=loc
                 )
-            case ast.Subscript(value=base, slice=ast.Constant(value=int() as index)) if (
-                self.values(base) is not None
-            ):
-                items = self.values(base)
-                assert items is not None
-                if not -len(items) <= index < len(items):
+            case ast.Subscript(slice=index) if _tuple_index(index) is not None:
+                item = self.structured(node)
+                if isinstance(item, tuple):
+                    text = ast.unparse(node)
                     raise self.error(
-                        DSLTypeError, f"index {index} of a tuple of {len(items)} value(s)", node
+                        DSLTypeError,
+                        f"{text!r} is a tuple of {len(item)} value(s), not a single value (as "
+                        f"in Python, an inner tuple stays a tuple); index it again ({text}[0]) "
+                        f"or unpack it (a, b = {text})",
+                        node,
                     )
-                return items[index]
+                return item
             case ast.Subscript():
-                raise self.error(
-                    DSLSyntaxError,
-                    "subscripts are not supported inside a field operator; read neighbours "
-                    "with shifts like f(I + 1), and choose the output domain with out=out[...] "
-                    "in the program",
-                    node,
-                )
+                raise self._subscript_error(node)
             case ast.Call():
                 return self.call(node)
         raise self.error(
             DSLSyntaxError,
             f"{type(node).__name__} expressions are not supported in a field operator",
+            node,
+        )
+
+    def _subscript_error(self, node: ast.Subscript) -> DSLError:
+        return self.error(
+            DSLSyntaxError,
+            "subscripts are not supported inside a field operator; read neighbours "
+            "with shifts like f(I + 1), and choose the output domain with out=out[...] "
+            "in the program",
             node,
         )
 
@@ -462,20 +549,22 @@ class _ExprParser:
             called = parse_field_operator(value.definition)  # type: ignore[attr-defined]
             names = [name for name, _ in called.signature]
             arguments = call_arguments(node, called.name, names, node.keywords, self.source)
+            declared = _annotations(value.function)  # type: ignore[attr-defined]
             flat: list[Expr] = []
             for (name, parts), argument in zip(called.signature, arguments, strict=True):
                 if parts is None:
                     flat.append(self.expr(argument))
                     continue
-                items = self.values(argument)
-                if items is None or len(items) != len(parts):
+                items = self.structured(argument)
+                shape = _shape(declared[name])
+                if not isinstance(items, tuple) or _shape(items) != shape:
                     raise self.error(
                         DSLTypeError,
-                        f"argument {name!r} of {called.name!r} is a tuple of {len(parts)} "
-                        "value(s); pass a tuple, like (a, b)",
+                        f"argument {name!r} of {called.name!r} is a tuple "
+                        f"{_describe_shape(shape)}; pass a tuple of that form, like (a, b)",
                         argument,
                     )
-                flat += items
+                flat += _leaves(items)
             return OperatorCall(called, tuple(flat), loc=loc)
         raise self.error(
             DSLTypeError,
@@ -547,29 +636,55 @@ class _ExprParser:
             node,
         )
 
-    def values(self, node: ast.expr) -> tuple[Expr, ...] | None:
-        """The values of a tuple-valued expression (a tuple literal, a tuple name, a call of
-        a scan operator with a tuple carry), or None for any other expression."""
+    def structured(self, node: ast.expr) -> Expr | _Values:
+        """The value of ``node``: a tuple value for a tuple-valued expression (a tuple
+        literal, a tuple name, a call returning several values, an item of a tuple that is
+        itself a tuple), nested as in Python; the expression otherwise.
+
+        Raises:
+            DSLTypeError: an index past the end of a tuple.
+        """
+        loc = self.source.location(node)
         match node:
             case ast.Tuple(elts=elements):
-                items: list[Expr] = []
-                for element in elements:
-                    inner = self.values(element)
-                    items += inner if inner is not None else [self.expr(element)]
-                return tuple(items)
+                return tuple(self.structured(element) for element in elements)
             case ast.Name(id=name) if name in self.tuples:
-                loc = self.source.location(node)
-                return tuple(Ref(self.renames.get(c, c), loc=loc) for c in self.tuples[name])
+                return self._reads(self.tuples[name], loc)
+            case ast.Subscript(value=base, slice=index_node) if (
+                _tuple_index(index_node) is not None
+            ):
+                items = self.structured(base)
+                if not isinstance(items, tuple):
+                    raise self._subscript_error(node)
+                index = _tuple_index(index_node)
+                assert index is not None
+                if not -len(items) <= index < len(items):
+                    raise self.error(
+                        DSLTypeError,
+                        f"index {index} of a tuple of {len(items)} value(s); an inner tuple "
+                        "counts as one value, as in Python",
+                        node,
+                    )
+                return items[index]
             case ast.Call(func=ast.Name() | ast.Attribute() as callee):
                 value = self.resolve_constant(callee)
                 if _is_scan_operator(value):
                     operator, args = self.scan_call(node, value)
                     if len(operator.carry) > 1:
-                        loc = self.source.location(node)
                         return tuple(
                             Scan(operator, args, i, loc=loc) for i in range(len(operator.carry))
                         )
-        return None
+                elif _is_field_operator(value) and not self.in_scan:
+                    results = _tuple_call(self, node, value, loc)
+                    if results is not None:
+                        return results
+        return self.expr(node)
+
+    def _reads(self, names: _Names, loc: SourceLocation | None) -> _Values:
+        return tuple(
+            self._reads(n, loc) if isinstance(n, tuple) else Ref(self.renames.get(n, n), loc=loc)
+            for n in names
+        )
 
     def scan_call(self, node: ast.Call, value: object) -> tuple[ScanOperatorIR, tuple[Expr, ...]]:
         """The scan operator ``value`` called by ``node``, and its point arguments."""
@@ -719,34 +834,44 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
         return cached
     function = definition.function
     source = function_source(function)
-    tuples: dict[str, tuple[str, ...]] = {}
+    tuples: dict[str, _Names] = {}
     params = parameter_types(function, source, tuples=tuples)
     result_types = _result_types(function, source)
     parser = _ExprParser(function, source, {p.name: p.type for p in params})
     parser.tuples.update(tuples)
-    body: list[Assign] = []
     statements = _without_docstring(source.function_def.body)
-    results = _parse_block(statements, parser, body)
+    results = _parse_block(statements, parser, parser.body)
     if results is None:
         raise source.error(
             DSLSyntaxError,
             f"field operator {function.__name__!r} must end with a return statement",
             source.function_def,
         )
-    if len(results) != len(result_types):
+    leaves = _leaves(results)
+    if len(leaves) != len(result_types):
         raise source.error(
             DSLTypeError,
-            f"{function.__name__!r} returns {len(results)} value(s) but its annotation declares "
+            f"{function.__name__!r} returns {len(leaves)} value(s) but its annotation declares "
             f"{len(result_types)}",
+            statements[-1],
+        )
+    # A caller indexes or unpacks the result by its annotation: the nesting must agree.
+    declared = _as_tuple_shape(_shape(_annotations(function)["return"]))
+    if _shape(results) != declared:
+        raise source.error(
+            DSLTypeError,
+            f"{function.__name__!r} returns {_describe_shape(_shape(results))} but its "
+            f"annotation declares {_describe_shape(declared)}; nest the returned tuple like "
+            "the annotation",
             statements[-1],
         )
     operator = FieldOperatorIR(
         function.__name__,
         params,
-        tuple(body),
-        results,
+        tuple(parser.body),
+        leaves,
         result_types,
-        tuple(tuples.items()),
+        tuple((name, _name_leaves(names)) for name, names in tuples.items()),
         loc=source.location(source.function_def),
     )
     _OPERATOR_CACHE[definition] = operator
@@ -755,9 +880,9 @@ def parse_field_operator(definition: ProgramDefinition) -> FieldOperatorIR:
 
 def _parse_block(
     statements: list[ast.stmt], parser: _ExprParser, body: list[Assign]
-) -> tuple[Expr, ...] | None:
-    """Append the assignments of ``statements`` to ``body``; the returned values, if the
-    block returns.
+) -> _Values | None:
+    """Append the assignments of ``statements`` to ``body``; the returned values (a single
+    value as a tuple of one), if the block returns.
 
     An ``if`` on a scalar becomes a choice per value: each local either branch assigns is
     bound, after the ``if``, to ``SCALAR_CHOICE(cond, then-value, else-value)``; when both
@@ -766,34 +891,10 @@ def _parse_block(
     """
     source = parser.source
     for index, statement in enumerate(statements):
-        called = None
-        if isinstance(statement, ast.Assign | ast.Return) and statement.value is not None:
-            called = _tuple_call(parser, statement.value, body, source.location(statement))
         match statement:
-            case ast.Assign(targets=[target], value=value) if (
-                called is not None or parser.values(value) is not None
-            ):
-                items = called if called is not None else parser.values(value)
-                assert items is not None
-                loc = source.location(statement)
-                names = (
-                    _target_names(target, source)
-                    if isinstance(target, ast.Tuple)
-                    # A tuple kept whole: one local per component.
-                    else _tuple_local(parser, _target_names(target, source)[0], len(items))
-                )
-                if len(names) != len(items):
-                    raise source.error(
-                        DSLTypeError,
-                        f"{len(items)} value(s) unpacked into {len(names)} name(s)",
-                        statement,
-                    )
-                for name, item in zip(names, items, strict=True):
-                    body.append(Assign(_bind(parser, (name,)), item, loc=loc))
             case ast.Assign(targets=[target], value=value):
-                names = _target_names(target, source)
-                expr = parser.expr(value)
-                body.append(Assign(_bind(parser, names), expr, loc=source.location(statement)))
+                loc = source.location(statement)
+                _assign(parser, target, parser.structured(value), body, loc)
             case ast.AnnAssign(target=ast.Name(id=name), value=value) if value is not None:
                 expr = parser.expr(value)
                 body.append(Assign(_bind(parser, (name,)), expr, loc=source.location(statement)))
@@ -808,8 +909,8 @@ def _parse_block(
                         "statements after `return` are not allowed",
                         statements[index + 1],
                     )
-                values = called if called is not None else parser.values(value)
-                return values if values is not None else (parser.expr(value),)
+                result = parser.structured(value)
+                return result if isinstance(result, tuple) else (result,)
             case ast.If() if parser.in_scan:
                 raise source.error(
                     DSLSyntaxError,
@@ -833,16 +934,64 @@ def _parse_block(
     return None
 
 
+def _assign(
+    parser: _ExprParser,
+    target: ast.expr,
+    value: Expr | _Values,
+    body: list[Assign],
+    loc: SourceLocation | None,
+) -> None:
+    """Bind ``target`` to ``value`` as Python does: a name to a whole value (a tuple kept
+    whole, one local per leaf), a tuple of targets item by item.
+
+    Raises:
+        DSLTypeError: a tuple of targets for a single value, or for a tuple of another length.
+        DSLSyntaxError: a target that is not a name or a tuple of them.
+    """
+    source = parser.source
+    match target:
+        case ast.Name(id=name) if isinstance(value, tuple):
+            names = _tuple_local(parser, name, value)
+            for component, item in zip(_name_leaves(names), _leaves(value), strict=True):
+                body.append(Assign(_bind(parser, (component,)), item, loc=loc))
+        case ast.Name(id=name):
+            assert not isinstance(value, tuple)
+            body.append(Assign(_bind(parser, (name,)), value, loc=loc))
+        case ast.Tuple(elts=targets) if not isinstance(value, tuple):
+            raise source.error(
+                DSLTypeError,
+                f"one value unpacked into {len(targets)} name(s); assign it to one name",
+                target,
+            )
+        case ast.Tuple(elts=targets):
+            assert isinstance(value, tuple)
+            if len(targets) != len(value):
+                raise source.error(
+                    DSLTypeError,
+                    f"{len(value)} value(s) unpacked into {len(targets)} name(s)"
+                    + (
+                        "; an inner tuple counts as one value, as in Python"
+                        if any(isinstance(item, tuple) for item in value)
+                        else ""
+                    ),
+                    target,
+                )
+            for element, part in zip(targets, value, strict=True):
+                _assign(parser, element, part, body, loc)
+        case _:
+            raise source.error(
+                DSLSyntaxError,
+                "only assignments to plain names are supported (x = ..., or a, b = op(...))",
+                target,
+            )
+
+
 def _tuple_call(
-    parser: _ExprParser, node: ast.expr, body: list[Assign], loc: SourceLocation | None
-) -> tuple[Expr, ...] | None:
+    parser: _ExprParser, node: ast.Call, callee: object, loc: SourceLocation | None
+) -> _Values | None:
     """For a call of a field operator returning several fields: bind them to new locals
-    in ``body`` (the inliner unpacks such a call) and return reads of them; else None."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)):
-        return None
-    callee = parser.resolve_constant(node.func)
-    if not _is_field_operator(callee):
-        return None
+    in ``parser.body`` (the inliner unpacks such a call) and return reads of them, nested
+    like the operator's return annotation; else None."""
     operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
     if len(operator.result_types) < 2:
         return None
@@ -852,13 +1001,14 @@ def _tuple_call(
         f"{operator.name}__r{parser.private_names}_{i}" for i in range(len(operator.result_types))
     )
     targets = _bind(parser, names)
-    body.append(Assign(targets, call, loc=loc))
-    return tuple(Ref(target, loc=loc) for target in targets)
+    parser.body.append(Assign(targets, call, loc=loc))
+    declared = _annotations(callee.definition.function)["return"]  # type: ignore[attr-defined]
+    return _nest(_as_tuple_shape(_shape(declared)), [Ref(t, loc=loc) for t in targets])
 
 
-def _tuple_local(parser: _ExprParser, name: str, size: int) -> tuple[str, ...]:
-    """Make ``name`` a tuple of ``size`` component locals; their names."""
-    components = tuple(f"{name}__{i}" for i in range(size))
+def _tuple_local(parser: _ExprParser, name: str, value: _Values) -> _Names:
+    """Make ``name`` a tuple of component locals nested like ``value``; their names."""
+    components = _component_names(name, _shape(value))
     parser.tuples[name] = components
     return components
 
@@ -896,11 +1046,11 @@ def _parse_if(
     rest: list[ast.stmt],
     parser: _ExprParser,
     body: list[Assign],
-) -> tuple[Expr, ...] | None:
+) -> _Values | None:
     source = parser.source
     loc = source.location(statement.test)
     outer_locals, outer_renames = set(parser.locals), dict(parser.renames)
-    branch_results: list[tuple[Expr, ...] | None] = []
+    branch_results: list[_Values | None] = []
     branch_names: list[dict[str, str]] = []
     parser.branches += 1
     for block in (then, otherwise):
@@ -921,16 +1071,29 @@ def _parse_if(
     if then_results is not None and else_results is not None:
         if rest:
             raise source.error(DSLSyntaxError, "statements after `return` are not allowed", rest[0])
-        if len(then_results) != len(else_results):
+        then_leaves, else_leaves = _leaves(then_results), _leaves(else_results)
+        if len(then_leaves) != len(else_leaves):
             raise source.error(
                 DSLTypeError,
-                f"the branches of this `if` return {len(then_results)} and "
-                f"{len(else_results)} value(s)",
+                f"the branches of this `if` return {len(then_leaves)} and "
+                f"{len(else_leaves)} value(s)",
                 statement,
             )
-        return tuple(
-            Call(SCALAR_CHOICE, (condition, a, b), loc=loc)
-            for a, b in zip(then_results, else_results, strict=True)
+        shape = _shape(then_results)
+        if _shape(else_results) != shape:
+            raise source.error(
+                DSLTypeError,
+                f"the branches of this `if` return {_describe_shape(shape)} and "
+                f"{_describe_shape(_shape(else_results))}; nest both alike",
+                statement,
+            )
+        assert isinstance(shape, tuple)
+        return _nest(
+            shape,
+            [
+                Call(SCALAR_CHOICE, (condition, a, b), loc=loc)
+                for a, b in zip(then_leaves, else_leaves, strict=True)
+            ],
         )
     then_names, else_names = branch_names
     for name in sorted(set(then_names) | set(else_names)):
@@ -960,18 +1123,6 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     ):
         return body[1:]
     return body
-
-
-def _target_names(target: ast.expr, source: FunctionSource) -> tuple[str, ...]:
-    """The names an assignment binds, nested tuples (a, (b, c) = ...) flattened."""
-    leaves = _flat_items(target)
-    if all(isinstance(e, ast.Name) for e in leaves):
-        return tuple(e.id for e in leaves)  # type: ignore[attr-defined]
-    raise source.error(
-        DSLSyntaxError,
-        "only assignments to plain names are supported (x = ..., or a, b = op(...))",
-        target,
-    )
 
 
 _SCAN_CACHE: weakref.WeakKeyDictionary[ProgramDefinition, ScanOperatorIR] = (
@@ -1033,12 +1184,12 @@ def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
     parser.in_scan = True
     if tuple_carry:
         parser.tuples[carry_arg.arg] = tuple(p.name for p in carry)
-    body: list[Assign] = []
-    results = _parse_block(_without_docstring(source.function_def.body), parser, body)
-    if results is None:
+    new_carry = _parse_block(_without_docstring(source.function_def.body), parser, parser.body)
+    if new_carry is None:
         raise source.error(
             DSLSyntaxError, f"scan operator {function.__name__!r} must return the new carry", where
         )
+    results = _leaves(new_carry)
     if len(results) != len(carry):
         raise source.error(
             DSLTypeError,
@@ -1052,12 +1203,24 @@ def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
         init,
         carry,
         tuple(point_params),
-        tuple(body),
+        tuple(parser.body),
         results,
         loc=source.location(where),
     )
     _SCAN_CACHE[definition] = operator
     return operator
+
+
+def _tuple_index(node: ast.expr) -> int | None:
+    """The integer of a constant index ``t[2]`` or ``t[-1]``; None for any other subscript."""
+    match node:
+        case ast.Constant(value=int() as index) if not isinstance(index, bool):
+            return index
+        case ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=int() as index)) if (
+            not isinstance(index, bool)
+        ):
+            return -index
+    return None
 
 
 def _carry_types(
