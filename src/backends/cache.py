@@ -19,10 +19,8 @@ a new cache directory does not rebuild them (``platformdirs.user_cache_dir(
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import stat
 import tempfile
 import time
 from pathlib import Path
@@ -30,8 +28,14 @@ from pathlib import Path
 import platformdirs
 
 from pipeline.caching import DiskStepCache, StepCache, ensure_private_directory
-from pipeline.errors import CacheSecretError
-from pipeline.shared_cache import MINIMUM_SECRET_BYTES, RedisStore, SharedStepCache
+from pipeline.config import (
+    CACHE_SECRET_FILE_VARIABLE,
+    CACHE_SECRET_VARIABLE,
+    CACHE_URL_VARIABLE,
+    cache_secret,
+    cache_url,
+)
+from pipeline.shared_cache import SharedStepCache, required_cache_secret, shared_store
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
@@ -51,9 +55,6 @@ __all__ = [
 ]
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
-CACHE_URL_VARIABLE = "STENCILFORGE_CACHE_URL"
-CACHE_SECRET_VARIABLE = "STENCILFORGE_CACHE_SECRET"
-CACHE_SECRET_FILE_VARIABLE = "STENCILFORGE_CACHE_SECRET_FILE"
 TOOLCHAIN_DIR_VARIABLE = "STENCILFORGE_TOOLCHAIN_DIR"
 
 
@@ -123,67 +124,6 @@ def build_directories(root: Path) -> tuple[Path, Path, bool]:
     return ensure_private_directory(root / "builds"), ensure_private_directory(root / "tmp"), True
 
 
-def cache_secret() -> bytes | None:
-    """The fleet's secret for the shared cache's entries, read now: ``STENCILFORGE_CACHE_SECRET``
-    (the value) or the contents of ``STENCILFORGE_CACHE_SECRET_FILE`` (surrounding whitespace
-    dropped); None when neither is set.
-
-    Raises:
-        CacheSecretError: both are set, or the file cannot be read or is readable or
-            writable by group or others; the message names the file and what to do.
-    """
-    value = os.environ.get(CACHE_SECRET_VARIABLE, "")
-    path = os.environ.get(CACHE_SECRET_FILE_VARIABLE, "")
-    if value and path:
-        raise CacheSecretError(
-            f"both {CACHE_SECRET_VARIABLE} and {CACHE_SECRET_FILE_VARIABLE} are set; "
-            "set one of them"
-        )
-    if value:
-        return value.encode()
-    if not path:
-        return None
-    secret_file = Path(path).expanduser()
-    try:
-        mode = secret_file.stat().st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise CacheSecretError(
-                f"the shared cache's secret file {secret_file} ({CACHE_SECRET_FILE_VARIABLE}) "
-                f"can be read or written by group or others (mode {stat.filemode(mode)}); "
-                f"whoever reads it can run code on every machine of the fleet: run "
-                f"`chmod 600 {secret_file}` and choose a new secret"
-            )
-        return secret_file.read_bytes().strip()
-    except OSError as error:
-        raise CacheSecretError(
-            f"the shared cache's secret file {secret_file} ({CACHE_SECRET_FILE_VARIABLE}) "
-            f"cannot be read: {error}"
-        ) from error
-
-
-def required_cache_secret(url: str) -> bytes:
-    """The fleet's secret (``cache_secret``) for the shared cache at ``url``.
-
-    Raises:
-        CacheSecretError: none is set, or it is shorter than ``MINIMUM_SECRET_BYTES``; the
-            message says how to set one.
-    """
-    secret = cache_secret()
-    if secret is None or len(secret) < MINIMUM_SECRET_BYTES:
-        shown = RedisStore.shown(url)
-        problem = "no secret is set" if secret is None else f"its secret has {len(secret)} bytes"
-        raise CacheSecretError(
-            f"the shared cache {shown} ({CACHE_URL_VARIABLE}) is refused: {problem}, and "
-            "without a secret anyone who can write to the Redis runs code on every machine "
-            f"that reads it. Set {CACHE_SECRET_VARIABLE} (at least {MINIMUM_SECRET_BYTES} "
-            "bytes, the same on every machine of the fleet, e.g. `python -c 'import secrets; "
-            f"print(secrets.token_hex(32))'`) or {CACHE_SECRET_FILE_VARIABLE} (a file only "
-            f"you can read, chmod 600), or unset {CACHE_URL_VARIABLE} to use the local cache "
-            "only"
-        )
-    return secret
-
-
 def step_cache(
     directory: Path, root: Path, url: str | None = None, *, secret: bytes | None = None
 ) -> StepCache:
@@ -201,15 +141,8 @@ def step_cache(
         CacheSecretError: ``url`` names a shared cache and there is no usable secret.
     """
     local = DiskStepCache(directory)
-    url = os.environ.get(CACHE_URL_VARIABLE, "") if url is None else url
+    url = cache_url() if url is None else url
     if not url:
         return local
     secret = required_cache_secret(url) if secret is None else secret
     return SharedStepCache(local, shared_store(url), root, secret=secret)
-
-
-@functools.cache
-def shared_store(url: str) -> RedisStore:
-    """One store per shared-cache URL in this process (the documented registry): the steps
-    of every pipeline share its connection, and it is found unavailable, and said so, once."""
-    return RedisStore(url)

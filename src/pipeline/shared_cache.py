@@ -21,6 +21,7 @@ socket timeouts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import io
@@ -40,10 +41,22 @@ from typing import Any, TypeVar
 import attrs
 
 from pipeline.caching import CacheStats, DiskStepCache
+from pipeline.config import (
+    CACHE_SECRET_FILE_VARIABLE,
+    CACHE_SECRET_VARIABLE,
+    CACHE_URL_VARIABLE,
+    cache_secret,
+)
 from pipeline.errors import CacheDegradedWarning, CacheSecretError
 from pipeline.stages import CompiledArtifact
 
-__all__ = ["MINIMUM_SECRET_BYTES", "RedisStore", "SharedStepCache"]
+__all__ = [
+    "MINIMUM_SECRET_BYTES",
+    "RedisStore",
+    "SharedStepCache",
+    "required_cache_secret",
+    "shared_store",
+]
 
 T = TypeVar("T")
 
@@ -207,7 +220,7 @@ class SharedStepCache:
         secret: the fleet's secret (keyword only), which only the fleet's machines hold:
             entries are published with an HMAC made with it and read only when theirs
             verifies. Needed when there is a ``remote``. It is not pickled: a compile worker
-            that reopens this cache reads its own (``backends.cache.cache_secret``).
+            that reopens this cache reads its own (``pipeline.config.cache_secret``).
 
     Raises:
         CacheSecretError: a ``remote`` without a secret of ``MINIMUM_SECRET_BYTES`` or more.
@@ -371,16 +384,44 @@ def _build_object(path: Path) -> Path:
 
 
 def _reopen(directory: str, url: str | None, root: str) -> SharedStepCache:
-    """The cache a worker unpickles.
+    """The cache a worker unpickles: its store is this process's for ``url``, its secret the
+    worker's own (its environment).
 
     Raises:
         CacheSecretError: the worker's environment holds no secret for the shared cache.
     """
-    # One store per URL per process; the secret is the worker's own (its environment).
-    from backends.cache import required_cache_secret, shared_store  # noqa: PLC0415
-
     local = DiskStepCache(directory)
     if not url:
         return SharedStepCache(local, None, Path(root))
     secret = required_cache_secret(url)
     return SharedStepCache(local, shared_store(url), Path(root), secret=secret)
+
+
+def required_cache_secret(url: str) -> bytes:
+    """The fleet's secret (``cache_secret``) for the shared cache at ``url``.
+
+    Raises:
+        CacheSecretError: none is set, or it is shorter than ``MINIMUM_SECRET_BYTES``; the
+            message says how to set one.
+    """
+    secret = cache_secret()
+    if secret is None or len(secret) < MINIMUM_SECRET_BYTES:
+        shown = _without_password(url)
+        problem = "no secret is set" if secret is None else f"its secret has {len(secret)} bytes"
+        raise CacheSecretError(
+            f"the shared cache {shown} ({CACHE_URL_VARIABLE}) is refused: {problem}, and "
+            "without a secret anyone who can write to the Redis runs code on every machine "
+            f"that reads it. Set {CACHE_SECRET_VARIABLE} (at least {MINIMUM_SECRET_BYTES} "
+            "bytes, the same on every machine of the fleet, e.g. `python -c 'import secrets; "
+            f"print(secrets.token_hex(32))'`) or {CACHE_SECRET_FILE_VARIABLE} (a file only "
+            f"you can read, chmod 600), or unset {CACHE_URL_VARIABLE} to use the local cache "
+            "only"
+        )
+    return secret
+
+
+@functools.cache
+def shared_store(url: str) -> RedisStore:
+    """One store per shared-cache URL in this process (the documented registry): the steps
+    of every pipeline share its connection, and it is found unavailable, and said so, once."""
+    return RedisStore(url)

@@ -21,6 +21,7 @@ import allocators
 import backends
 from allocators import DeviceType
 from pipeline import ArgumentError, DomainError
+from pipeline.stages import ConcreteDefinition
 
 pytestmark = pytest.mark.requires_dace
 
@@ -86,7 +87,7 @@ def _hdiff_sdfg(**options):
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(corpus.hdiff_program.definition))
     return dace.SDFG.from_json(json.loads(SDFGTranslation(**options)(program).text))
 
 
@@ -347,7 +348,7 @@ def test_the_recipe_is_named_in_the_lowered_metadata_and_changes_the_fingerprint
     from backends.dace import Fusion, SDFGRecipe, SDFGTranslation, Tasklets  # noqa: PLC0415  (optional package, under its marker)
     from pipeline.fingerprint import fingerprint  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(corpus.hdiff_program.definition))
     default = SDFGTranslation()
     names = {
         "inline": default,
@@ -472,7 +473,7 @@ def test_cpu_tasklets_compute_rows_in_simd_loops_and_gpu_tasklets_points():
 
     from backends.dace import Fusion, SDFGRecipe, SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.pipeline.frontend(corpus.hdiff_program.definition)
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(corpus.hdiff_program.definition))
     for device, rows in ((DeviceType.CPU, True), (DeviceType.CUDA, False)):
         # Row tasklets where there are no temporaries to fuse (the inline recipe's).
         translation = SDFGTranslation(device_type=device, recipe=SDFGRecipe(fusion=Fusion.INLINE))
@@ -493,7 +494,7 @@ def test_the_gpu_translation_puts_arguments_in_gpu_global_memory():
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.pipeline.frontend(corpus.lap.definition)
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(corpus.lap.definition))
     source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
     assert source.format.device_type is DeviceType.CUDA
     sdfg = dace.SDFG.from_json(json.loads(source.text))
@@ -516,7 +517,7 @@ def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.pipeline.frontend(getattr(corpus, name).definition)
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(getattr(corpus, name).definition))
     source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
     sdfg = dace.SDFG.from_json(json.loads(source.text))
     with warnings.catch_warnings(record=True) as caught:
@@ -537,7 +538,7 @@ def _dace_cuda_units(programs, directory):
 
     files = []
     for name, dsl_program in programs.items():
-        program = backends.dace_cpu.pipeline.frontend(dsl_program.definition)
+        program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(dsl_program.definition))
         source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
         code = dace.SDFG.from_json(json.loads(source.text)).generate_code()
         (cuda,) = [unit.clean_code for unit in code if unit.language == "cu"]
