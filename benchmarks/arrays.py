@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 import allocators
-from pipeline import float64
+from pipeline.dsl import float64
 
 __all__ = ["output_of", "synchronize", "to_backend", "to_numpy"]
 

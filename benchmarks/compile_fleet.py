@@ -33,7 +33,7 @@ from backends.c import CCompilation, c_cpu_pipeline, compile_time_args
 from pipeline import compile_many
 
 _TEMPLATE = '''
-from pipeline import Dimension, Field, field_operator, float64, program, where
+from pipeline.dsl import Dimension, Field, field_operator, float64, program, where
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
 IJK = Field[[I, J, K], float64]

@@ -12,10 +12,10 @@ import statistics
 import time
 
 from benchmarks.workloads import WORKLOADS
-from pipeline.frontend import parsing
-from pipeline.frontend.step import default_passes
-from pipeline.passes import typing_
-from pipeline.stages import ProgramDefinition
+from pipeline.dsl.frontend import parsing
+from pipeline.dsl.frontend.step import default_passes
+from pipeline.dsl.passes import typing_
+from pipeline.dsl.stages import ProgramDefinition
 
 
 def _clear_operator_caches() -> None:

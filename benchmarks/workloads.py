@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from pipeline import (
+from pipeline.dsl import (
     Dimension,
     Field,
     Program,

@@ -30,13 +30,11 @@ import allocators
 from allocators import DeviceType
 from backends import CompiledBackend
 from backends.cache import cache_directory
-from pipeline import CachedStep, CompilableProgram, CompilePipeline, ProgramSource, SourceFormat
-from pipeline.stages import ConcreteDefinition, ProgramDefinition
+from pipeline import CachedStep, CompilePipeline, ProgramSource, SourceFormat
+from pipeline.dsl import CompilableProgram
 from pipeline.dsl.builtins import scalar_gamma
-from pipeline.dsl.regions import Bound, Region
-from pipeline.dsl.types import FieldType
-from pipeline.frontend.step import shared_frontend
-from pipeline.ir.nodes import (
+from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
@@ -51,7 +49,11 @@ from pipeline.ir.nodes import (
     Stencil,
     UnaryOp,
 )
-from pipeline.passes.traversal import map_children, walk
+from pipeline.dsl.passes.traversal import map_children, walk
+from pipeline.dsl.regions import Bound, Region
+from pipeline.dsl.stages import ProgramDefinition
+from pipeline.dsl.types import FieldType
+from pipeline.stages import ConcreteDefinition
 
 __all__ = ["PYTHON_SOURCE", "NumPyTranslation", "PythonArtifact", "load_python", "numpy_source"]
 

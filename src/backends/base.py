@@ -22,12 +22,8 @@ import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.embedded import EmbeddedExecutable, EmbeddedLoading, embedded_pipeline
 from pipeline import CachedStep, CompilePipeline
-from pipeline.stages import (
-    CompilableProgram,
-    CompileTimeArgs,
-    ConcreteDefinition,
-    ProgramDefinition,
-)
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import CompileTimeArgs, ConcreteDefinition
 from pipeline.steps import step_name, unwrap_step
 
 __all__ = ["Backend", "CompiledBackend", "EmbeddedBackend", "no_compile_time_args", "unit_strides"]

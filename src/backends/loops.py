@@ -15,9 +15,9 @@ from collections.abc import Mapping
 
 import attrs
 
+from pipeline.dsl.ir.nodes import ConcatWhere, Expr, ProgramIR, Ref, Scan, ScanOperatorIR, Stencil
+from pipeline.dsl.passes.traversal import children, walk
 from pipeline.dsl.types import FieldType
-from pipeline.ir.nodes import ConcatWhere, Expr, ProgramIR, Ref, Scan, ScanOperatorIR, Stencil
-from pipeline.passes.traversal import children, walk
 
 __all__ = ["StencilLayout", "SweepKey", "SweepPlan", "plan_sweeps"]
 

@@ -1,57 +1,38 @@
-"""The pipeline core: steps, compile pipelines, caching and fingerprints."""
+"""stencilforge's framework: staged compile pipelines for any toolchain.
+
+A program goes ``frontend -> translation -> compilation -> loading``; the framework knows
+none of the stages' types, and a toolchain brings its own. The map:
+
+- **Steps** (``pipeline.steps``): any callable is a ``Step``; ``Chain`` (a then b),
+  ``StepSequence`` (named sub-steps in order), ``Split`` (two tracks combined) compose them;
+  ``identity`` skips one. ``CachedStep`` (``pipeline.caching``) remembers results in memory
+  (``MemoryStepCache``) or on disk (``DiskStepCache``, code-aware keys, single flight;
+  behind it a fleet's Redis, ``pipeline.shared_cache``).
+- **The pipeline** (``pipeline.workflow``): ``CompilePipeline(frontend, translation,
+  compilation, loading)``, frozen, with ``evolve_step``/``replace_step`` by dotted path.
+- **Stage artifacts** (``pipeline.stages``): ``ConcreteDefinition`` (a definition and its
+  ``CompileTimeArgs``), ``ProgramSource`` of a ``SourceFormat``, ``CompiledArtifact``,
+  ``Executable``.
+- **Calls** (``pipeline.dispatch``, ``pipeline.staged``): a program's ``Dispatcher`` (the
+  table per compile-time signature, checks before native code, the fast path, metrics);
+  what a frontend must say of its calls is one protocol, ``CallConvention``; ``Lowered`` and
+  ``Compiled`` are a program lowered, then compiled, for one signature.
+- **Scale-out** (``pipeline.runners``): ``compile_many`` over any executor.
+- **Observing**: ``subscribe`` to ``StageEvent``\\ s (``pipeline.events``), ``metrics``,
+  ``fingerprint``.
+
+The stencil DSL, the framework's reference frontend, is ``pipeline.dsl``; backends for it are
+in ``backends``. The framework imports neither.
+"""
 
 from __future__ import annotations
 
 from pipeline import metrics
 from pipeline.caching import CachedStep, DiskStepCache, MemoryStepCache, StepCache
 from pipeline.dispatch import CallConvention, Dispatcher
-from pipeline.dsl.builtins import (
-    DType,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctanh,
-    astype,
-    bool_,
-    cbrt,
-    ceil,
-    concat_where,
-    cos,
-    cosh,
-    exp,
-    float32,
-    float64,
-    floor,
-    fmod,
-    gamma,
-    int32,
-    int64,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    maximum,
-    minimum,
-    power,
-    sin,
-    sinh,
-    sqrt,
-    tan,
-    tanh,
-    trunc,
-    where,
-)
-from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType
 from pipeline.errors import (
     ArgumentError,
     CompileError,
-    DomainError,
-    DSLError,
-    DSLNameError,
-    DSLSyntaxError,
-    DSLTypeError,
     FingerprintError,
     SourceError,
     StepMismatchError,
@@ -59,23 +40,13 @@ from pipeline.errors import (
 )
 from pipeline.events import StageEvent, StageSubscription, subscribe
 from pipeline.fingerprint import fingerprint
-from pipeline.programs import (
-    FieldOperator,
-    Program,
-    ScanOperator,
-    field_operator,
-    program,
-    scan_operator,
-)
 from pipeline.runners import compile_many
 from pipeline.staged import Compiled, Lowered
 from pipeline.stages import (
-    CompilableProgram,
     CompiledArtifact,
     CompileTimeArgs,
     ConcreteDefinition,
     Executable,
-    ProgramDefinition,
     ProgramSource,
     SourceFormat,
 )
@@ -87,34 +58,19 @@ __all__ = [
     "CachedStep",
     "CallConvention",
     "Chain",
-    "CompilableProgram",
     "CompileError",
     "CompilePipeline",
     "CompileTimeArgs",
     "Compiled",
     "CompiledArtifact",
     "ConcreteDefinition",
-    "DSLError",
-    "DSLNameError",
-    "DSLSyntaxError",
-    "DSLTypeError",
-    "DType",
-    "Dimension",
     "DiskStepCache",
     "Dispatcher",
-    "DomainError",
     "Executable",
-    "Field",
-    "FieldOperator",
-    "FieldType",
     "FingerprintError",
     "Lowered",
     "MemoryStepCache",
-    "Program",
-    "ProgramDefinition",
     "ProgramSource",
-    "ScalarType",
-    "ScanOperator",
     "SourceError",
     "SourceFormat",
     "Split",
@@ -125,47 +81,9 @@ __all__ = [
     "StepMismatchError",
     "StepSequence",
     "UnsafeCacheDirectoryError",
-    "arccos",
-    "arccosh",
-    "arcsin",
-    "arcsinh",
-    "arctan",
-    "arctanh",
-    "astype",
-    "bool_",
-    "cbrt",
-    "ceil",
     "compile_many",
-    "concat_where",
-    "cos",
-    "cosh",
-    "exp",
-    "field_operator",
     "fingerprint",
-    "float32",
-    "float64",
-    "floor",
-    "fmod",
-    "gamma",
     "identity",
-    "int32",
-    "int64",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "log",
-    "maximum",
     "metrics",
-    "minimum",
-    "power",
-    "program",
-    "scan_operator",
-    "sin",
-    "sinh",
-    "sqrt",
     "subscribe",
-    "tan",
-    "tanh",
-    "trunc",
-    "where",
 ]

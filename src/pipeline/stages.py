@@ -1,8 +1,9 @@
-"""The artifacts that pass between the stages of a compile pipeline.
+"""The artifacts a compile pipeline's stages share, whatever the toolchain.
 
-``ConcreteDefinition`` (a ``ProgramDefinition`` and its ``CompileTimeArgs``) -> frontend (of the
-definition alone) -> ``CompilableProgram`` -> translation -> ``ProgramSource`` -> compilation
--> ``CompiledArtifact`` -> loading -> ``Executable``.
+``ConcreteDefinition`` (a frontend's definition and its ``CompileTimeArgs``) -> frontend ->
+(the frontend's program) -> translation -> ``ProgramSource`` -> compilation ->
+``CompiledArtifact`` -> loading -> ``Executable``. The stencil DSL's own artifacts
+(``ProgramDefinition``, ``CompilableProgram``) are in ``pipeline.dsl.stages``.
 
 Every artifact is immutable, has a one-line ``repr`` and is fingerprintable; those that a disk
 cache may hold (source and compiled artifacts) are picklable.
@@ -11,25 +12,20 @@ cache may hold (source and compiled artifacts) are picklable.
 from __future__ import annotations
 
 import hashlib
-import types
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
 from allocators import DeviceType
-from pipeline.ir.nodes import ProgramIR
 
 __all__ = [
-    "CompilableProgram",
     "CompileTimeArgs",
     "CompiledArtifact",
     "ConcreteDefinition",
     "Executable",
     "NamedDefinition",
-    "ProgramDefinition",
     "ProgramSource",
-    "ScanSettings",
     "SelfCheckingExecutable",
     "SourceFormat",
 ]
@@ -63,66 +59,6 @@ class SelfCheckingExecutable(Executable, Protocol):
     """
 
     fast_entry: Callable[..., Any]
-
-
-def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return types.MappingProxyType(dict(value))
-
-
-@attrs.frozen
-class ScanSettings:
-    """What ``@scan_operator(axis=K, forward=True, init=0.0)`` says besides the function.
-
-    Attributes:
-        axis: the name of the dimension swept.
-        forward: from the axis's first point to its last (True), or back.
-        init: the carry before the first point: a number, or a tuple of numbers.
-    """
-
-    axis: str
-    forward: bool
-    init: bool | int | float | tuple[bool | int | float, ...]
-
-
-@attrs.frozen(eq=False)
-class ProgramDefinition:
-    """What a DSL decorator captures: the Python function and the values it closes over.
-
-    Attributes:
-        function: the user's Python function.
-        kind: ``"field_operator"``, ``"scan_operator"`` or ``"program"``.
-        captured: the global and closure values the function's body refers to, by name.
-        output_slices: for a field operator called directly, the output domain as (start,
-            stop) per dimension of the output; ``None`` means the whole output.
-        scan: for a scan operator, its axis, direction and initial carry.
-    """
-
-    function: Callable[..., Any]
-    kind: str
-    captured: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
-    output_slices: tuple[tuple[int | None, int | None], ...] | None = None
-    scan: ScanSettings | None = None
-
-    @property
-    def name(self) -> str:
-        """The function's name, as the user wrote it."""
-        return self.function.__name__
-
-    def __fingerprint__(self) -> object:
-        # The annotations carry the parameter types: two functions with the same code but
-        # different annotations (made by a factory) are different programs.
-        return (
-            dict(getattr(self.function, "__annotations__", {})),
-            self.function,
-            self.kind,
-            dict(self.captured),
-            self.output_slices,
-            self.scan,
-        )
-
-    def __repr__(self) -> str:
-        function = self.function
-        return f"ProgramDefinition({self.kind} {function.__module__}.{function.__qualname__})"
 
 
 def _sorted_pairs(pairs: Iterable[tuple[str, Hashable]]) -> tuple[tuple[str, Hashable], ...]:
@@ -172,39 +108,6 @@ class ConcreteDefinition(Generic[D]):
 
     definition: D
     compile_time_args: CompileTimeArgs = CompileTimeArgs()
-
-
-@attrs.frozen(repr=False)
-class CompilableProgram:
-    """What the frontend produces: typed IR, with the compile-time arguments beside it.
-
-    Attributes:
-        definition: what the IR was made from (loadings that run the Python function itself,
-            as the embedded one does, read it; it does not enter the fingerprint). ``None``
-            once the program crossed a process boundary: it stays behind, so the user's
-            function need not be importable in a compile worker.
-        ir: the program's typed intermediate representation (``str(ir)`` prints it).
-        compile_time_args: what the translation specializes the IR for.
-    """
-
-    definition: ProgramDefinition | None
-    ir: ProgramIR
-    compile_time_args: CompileTimeArgs = CompileTimeArgs()
-
-    def __fingerprint__(self) -> object:
-        return (self.ir, self.compile_time_args)
-
-    def __reduce__(self) -> tuple[type[CompilableProgram], tuple[None, ProgramIR, CompileTimeArgs]]:
-        return (CompilableProgram, (None, self.ir, self.compile_time_args))
-
-    def __str__(self) -> str:
-        return str(self.ir)
-
-    def __repr__(self) -> str:
-        return (
-            f"CompilableProgram({self.ir.name}, {len(self.ir.stencils)} stencil(s), "
-            f"{self.compile_time_args!r})"
-        )
 
 
 @attrs.frozen

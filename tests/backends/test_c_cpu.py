@@ -33,8 +33,8 @@ from backends import CompiledBackend  # noqa: E402
 from backends.c import (  # noqa: E402
     C_SOURCE,
     CCompilation,
-    DamagedArtifactError,
     CLoading,
+    DamagedArtifactError,
     Launcher,
     c_cpu_pipeline,
     compile_time_args,
@@ -45,12 +45,12 @@ from pipeline import (  # noqa: E402
     CachedStep,
     CompiledArtifact,
     CompilePipeline,
-    DomainError,
     ProgramSource,
     SourceFormat,
     StepMismatchError,
     UnsafeCacheDirectoryError,
 )
+from pipeline.dsl import DomainError  # noqa: E402
 
 SHAPE = (12, 11, 6)
 COEFF = 0.025

@@ -18,7 +18,7 @@ if str(_HERE) not in sys.path:
 
 import backends  # noqa: E402
 from backends.c.specialization import INNER_EXTENT, compile_time_args  # noqa: E402
-from pipeline import Dimension, Field, field_operator, float64, int32, program  # noqa: E402
+from pipeline.dsl import Dimension, Field, field_operator, float64, int32, program  # noqa: E402
 from pipeline.errors import ArgumentError  # noqa: E402
 
 pytestmark = pytest.mark.skipif(

@@ -34,7 +34,6 @@ from backends.c.tuning import MeasurementRequest, MeasureVariants  # noqa: E402
 from backends.c.variants import Choice, Variant  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
 
-
 #: Read by the measuring executable instead of the system's clocks: wall-clock and processor
 #: time alike are the logical seconds the candidates' calls have cost so far.
 LOGICAL_CLOCK = r"""

@@ -19,7 +19,7 @@ import backends
 import backends.c.translation
 from backends import CompiledBackend
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel
-from pipeline import Dimension, Field, float32, float64, int64, program, scan_operator
+from pipeline.dsl import Dimension, Field, float32, float64, int64, program, scan_operator
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
 IJK = Field[[I, J, K], float64]

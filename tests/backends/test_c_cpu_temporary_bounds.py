@@ -26,7 +26,7 @@ from backends.loops import StencilLayout  # noqa: E402
 
 _ONE_SIDED = textwrap.dedent(
     '''
-    from pipeline import Dimension, Field, field_operator, float64, program
+    from pipeline.dsl import Dimension, Field, field_operator, float64, program
     I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
     F = Field[[I, J, K], float64]
 

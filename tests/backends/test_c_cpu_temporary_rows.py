@@ -34,7 +34,7 @@ from test_c_cpu_variants import (  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.c import CTranslation  # noqa: E402
 from backends.c.variants import ROW_PREFETCH_DISTANCE, ROW_TILE_CANDIDATES, candidates  # noqa: E402
-from pipeline import Dimension, Field, field_operator, float64, program  # noqa: E402
+from pipeline.dsl import Dimension, Field, field_operator, float64, program  # noqa: E402
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
 IJK = Field[[I, J, K], float64]

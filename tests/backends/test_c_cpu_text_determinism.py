@@ -18,7 +18,7 @@ import pytest
 
 _PROGRAM = textwrap.dedent(
     """
-    from pipeline import Dimension, Field, field_operator, float64, program
+    from pipeline.dsl import Dimension, Field, field_operator, float64, program
 
     I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
     IJK = Field[[I, J, K], float64]

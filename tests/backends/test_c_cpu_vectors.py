@@ -30,7 +30,7 @@ from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_
 from backends.c.codegen import STREAM_CHUNK  # noqa: E402
 from backends.c.streaming import STREAM_FENCE_C  # noqa: E402
 from backends.c.vectors import VECTOR_C  # noqa: E402
-from pipeline import float64  # noqa: E402
+from pipeline.dsl import float64  # noqa: E402
 
 VECTOR_LOOP = "x_K += SF_VLANES) {"
 

@@ -14,15 +14,14 @@ import numpy as np
 import pytest
 
 import backends
-from pipeline import Dimension, Field, field_operator, float64, program
-
 from backends.cache_inventory import inventory, parse_size
+from pipeline.dsl import Dimension, Field, field_operator, float64, program
 
 PROGRAMS = textwrap.dedent('''
     import sys
     import numpy as np
     import backends
-    from pipeline import Dimension, Field, field_operator, float64, program
+    from pipeline.dsl import Dimension, Field, field_operator, float64, program
 
     I = Dimension("I")
     F = Field[[I], float64]

@@ -31,10 +31,10 @@ from backends.cuda import (
 from backends.cuda.checks import check_device_arguments
 from backends.cuda.loading import MAX_GRID_YZ, grid_for
 from pipeline import ArgumentError
-from pipeline.arguments import ArgumentChecker
+from pipeline.dsl.arguments import ArgumentChecker
+from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.ir.nodes import Param
 from pipeline.errors import DamagedArtifactError
-from pipeline.frontend.step import shared_frontend
-from pipeline.ir.nodes import Param
 from pipeline.stages import ConcreteDefinition
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -404,8 +404,9 @@ def test_cuda_gpu_without_cupy_names_cupy(monkeypatch):
 @pytest.mark.requires_cupy
 @pytest.mark.requires_gpu
 def test_cuda_gpu_is_a_cuda_backend_with_the_cupy_allocator_built_for_this_device():
-    import allocators  # noqa: PLC0415
     import cupy  # noqa: PLC0415  (optional package, under its marker)
+
+    import allocators  # noqa: PLC0415
     from pipeline.steps import unwrap_step  # noqa: PLC0415
 
     backend = backends.cuda_gpu

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 import allocators
 import backends
 from allocators import DeviceType
-from pipeline import ArgumentError, DomainError
+from pipeline import ArgumentError
+from pipeline.dsl import DomainError
 from pipeline.stages import ConcreteDefinition
 
 pytestmark = pytest.mark.requires_dace
@@ -878,7 +879,7 @@ def test_a_changed_program_with_the_same_name_gets_a_new_build(tmp_path):
     def load(directory, factor):
         directory.mkdir()
         (directory / "stale_name.py").write_text(textwrap.dedent(f"""
-            from pipeline import Dimension, Field, field_operator, float64, program
+            from pipeline.dsl import Dimension, Field, field_operator, float64, program
             I = Dimension("I")
             @field_operator
             def scaled(a: Field[[I], float64]) -> Field[[I], float64]:
@@ -963,9 +964,8 @@ def test_cpu_builds_link_with_gold_where_installed_and_the_linker_is_in_the_key(
     import attrs  # noqa: PLC0415  (optional package, under its marker)
 
     from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package)
-    from pipeline.fingerprint import fingerprint  # noqa: PLC0415
-
     from backends.dace.compilation import links_with_gold  # noqa: PLC0415
+    from pipeline.fingerprint import fingerprint  # noqa: PLC0415
 
     cpu = SDFGCompilation("unused")
     default = "-fuse-ld=gold" if shutil.which("ld.gold") and links_with_gold("c++") else ""

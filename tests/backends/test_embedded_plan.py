@@ -16,7 +16,7 @@ from backends import EmbeddedBackend
 from backends.embedded import embedded_pipeline
 from backends.embedded.plan import LARGE_DOMAIN, _sweep, plan_program, unplanned_reason
 from benchmarks.workloads import WORKLOADS
-from pipeline import (
+from pipeline.dsl import (
     Dimension,
     Field,
     concat_where,
@@ -25,7 +25,8 @@ from pipeline import (
     program,
     scan_operator,
 )
-from pipeline.errors import ArgumentError, DomainError
+from pipeline.dsl.errors import DomainError
+from pipeline.errors import ArgumentError
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741  (the DSL's names)
 IJK = Field[[I, J, K], float64]

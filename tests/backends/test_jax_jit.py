@@ -14,7 +14,8 @@ import pytest
 
 import allocators
 import backends
-from pipeline import ArgumentError, Dimension, DomainError, Field, field_operator, float64, program
+from pipeline import ArgumentError
+from pipeline.dsl import Dimension, DomainError, Field, field_operator, float64, program
 
 pytestmark = pytest.mark.requires_jax
 

@@ -122,10 +122,10 @@ def test_interleaved_arrays_that_share_no_element_run_and_sharing_ones_are_refus
     import numpy as np  # noqa: PLC0415
 
     sys.path.insert(0, str(_HERE.parents[1] / "examples"))
-    import backends  # noqa: PLC0415
     from c_programs import stencils  # noqa: PLC0415
     from numpy_source_backend import numpy_source  # noqa: PLC0415
 
+    import backends  # noqa: PLC0415
     from pipeline import ArgumentError  # noqa: PLC0415
 
     chosen = numpy_source if backend == "numpy_source" else getattr(backends, backend)

@@ -8,8 +8,8 @@ import pytest
 
 import backends
 from backends.c import CTranslation
-from pipeline import (
-    ArgumentError,
+from pipeline import ArgumentError
+from pipeline.dsl import (
     Dimension,
     DSLTypeError,
     Field,

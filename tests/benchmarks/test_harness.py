@@ -19,11 +19,10 @@ import pytest
 import backends
 from backends import EmbeddedBackend
 from backends.embedded import EmbeddedLoading
-from benchmarks import workloads
+from benchmarks import harness, measure, timing, workloads
 from benchmarks.__main__ import main
 from benchmarks.comparison import compare, load_rows
 from benchmarks.machine import copy_kernel, last_level_cache_bytes
-from benchmarks import harness, measure, timing
 from benchmarks.measure import (
     measure_backend,
     prepare_backend,

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline import (
+from pipeline.dsl import (
     Dimension,
     Field,
     arccos,
@@ -2002,7 +2002,7 @@ def check_corpus() -> None:
 # =========================================================================== more builtins
 # Grouped into tuple results: one build per backend for each group.
 
-from pipeline import (  # noqa: E402  (the section's own names)
+from pipeline.dsl import (  # noqa: E402  (the section's own names)
     arccosh,
     arcsinh,
     arctanh,
@@ -2207,7 +2207,7 @@ add("if_statements_and_keywords", branchy_program,
 
 # =========================================================================== scans
 
-from pipeline import scan_operator  # noqa: E402
+from pipeline.dsl import scan_operator  # noqa: E402
 
 Ii64 = Field[[I], int64]
 IJf = Field[[I, J], float64]
@@ -2406,7 +2406,7 @@ add("scan_three_passes_and_a_chain", passes_program,
 
 # =========================================================================== boundary conditions
 
-from pipeline import concat_where  # noqa: E402
+from pipeline.dsl import concat_where  # noqa: E402
 
 
 @field_operator

@@ -9,7 +9,7 @@ path of c_cpu, which checks the same reach itself).
 import numpy as np
 import pytest
 
-from pipeline import (
+from pipeline.dsl import (
     Dimension,
     DomainError,
     DSLTypeError,

@@ -13,7 +13,7 @@ import pytest
 from corpus import CASES, MISSING_HALOS, REACH_SHAPE, Case
 
 import allocators
-from pipeline import DomainError, DSLError, field_operator, float64, program
+from pipeline.dsl import DomainError, DSLError, field_operator, float64, program
 
 
 def test_the_corpus_covers_at_least_45_programs_with_unique_names():

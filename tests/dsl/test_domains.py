@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline import (
+from pipeline.dsl import (
     Dimension,
     DomainError,
     DSLSyntaxError,

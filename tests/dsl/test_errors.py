@@ -11,8 +11,8 @@ import pytest
 
 import allocators
 import backends
-from pipeline import (
-    ArgumentError,
+from pipeline import ArgumentError, metrics
+from pipeline.dsl import (
     Dimension,
     DomainError,
     DSLError,
@@ -24,7 +24,6 @@ from pipeline import (
     float32,
     float64,
     int32,
-    metrics,
     program,
     scan_operator,
     where,
@@ -480,7 +479,7 @@ def test_field_operator_called_directly_with_out_and_domain():
 
 def test_passes_are_swappable_steps():
     from pipeline import identity
-    from pipeline.frontend.step import default_passes
+    from pipeline.dsl.frontend.step import default_passes
 
     @field_operator
     def twice(f: IJK) -> IJK:

@@ -5,7 +5,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import Dimension
+from pipeline.dsl import Dimension
 from pipeline.dsl.regions import Bound, Region, compare
 
 I, K = Dimension("I"), Dimension("K")  # noqa: E741

@@ -6,7 +6,7 @@ No ``from __future__ import annotations``: the DSL reads the annotations.
 
 import numpy as np
 
-from pipeline import Dimension, Field, field_operator, int32, program
+from pipeline.dsl import Dimension, Field, field_operator, int32, program
 
 I = Dimension("I")  # noqa: E741
 FI = Field[[I], int32]

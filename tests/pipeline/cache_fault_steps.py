@@ -28,6 +28,7 @@ class Doubling:
 
 def main(directory: str, log: str, size: int, xs: list[int]) -> None:
     from cache_fault_steps import Doubling as step  # noqa: PLC0415  (by name, not __main__)
+
     from pipeline import CachedStep  # noqa: PLC0415
 
     with warnings.catch_warnings(record=True) as caught:
@@ -54,7 +55,7 @@ recording = warnings.catch_warnings(record=True)
 caught = recording.__enter__()
 warnings.simplefilter("always")
 import numpy as np
-from pipeline import Dimension, Field, field_operator, float64, program
+from pipeline.dsl import Dimension, Field, field_operator, float64, program
 import backends
 
 I, J = Dimension("I"), Dimension("J")

@@ -16,17 +16,13 @@ from pipeline import (
     CachedStep,
     Chain,
     CompilePipeline,
-    Dimension,
-    Field,
     Split,
     StageEvent,
     StepSequence,
-    field_operator,
-    float64,
     identity,
-    program,
     subscribe,
 )
+from pipeline.dsl import Dimension, Field, field_operator, float64, program
 from pipeline.steps import Step, evolve_step, replace_step
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")

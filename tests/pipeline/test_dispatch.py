@@ -29,16 +29,10 @@ import backends  # noqa: E402
 from allocators import DeviceType  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.embedded import EmbeddedExecutable  # noqa: E402
-from pipeline import (  # noqa: E402
-    CachedStep,
-    CompilableProgram,
-    ProgramSource,
-    SourceFormat,
-    StageEvent,
-    subscribe,
-)
+from pipeline import CachedStep, ProgramSource, SourceFormat, StageEvent, subscribe  # noqa: E402
+from pipeline.dsl import CompilableProgram  # noqa: E402
+from pipeline.dsl.frontend.step import Frontend, default_passes, frontend_in_memory  # noqa: E402
 from pipeline.errors import CacheStoreError, StepOutputError  # noqa: E402
-from pipeline.frontend.step import Frontend, default_passes, frontend_in_memory  # noqa: E402
 from pipeline.staged import Compiled, Lowered  # noqa: E402
 
 PYTHON = SourceFormat("python", DeviceType.CPU)

@@ -31,7 +31,7 @@ from pipeline import CompileError, StageEvent, compile_many, subscribe  # noqa: 
 from pipeline.runners import BUILD_JOBS_VARIABLE, build_executor  # noqa: E402
 
 TEMPLATE = '''
-from pipeline import Dimension, Field, field_operator, float64, program
+from pipeline.dsl import Dimension, Field, field_operator, float64, program
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
 IJK = Field[[I, J, K], float64]

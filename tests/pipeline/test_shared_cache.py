@@ -225,7 +225,8 @@ PROGRAM = textwrap.dedent('''
     warnings.simplefilter("always")
     import numpy as np
     import backends
-    from pipeline import Dimension, Field, field_operator, float64, program, subscribe
+    from pipeline.dsl import Dimension, Field, field_operator, float64, program
+    from pipeline import subscribe
 
     I, J = Dimension("I"), Dimension("J")
     IJ = Field[[I, J], float64]

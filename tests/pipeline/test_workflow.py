@@ -11,9 +11,7 @@ import pytest
 from allocators import DeviceType
 from pipeline import (
     CachedStep,
-    CompilableProgram,
     CompilePipeline,
-    ProgramDefinition,
     ProgramSource,
     SourceFormat,
     StageEvent,
@@ -21,9 +19,10 @@ from pipeline import (
     identity,
     subscribe,
 )
+from pipeline.dsl import CompilableProgram, ProgramDefinition
+from pipeline.dsl.frontend.step import Frontend
+from pipeline.dsl.ir.nodes import ProgramIR
 from pipeline.errors import StepOutputError
-from pipeline.frontend.step import Frontend
-from pipeline.ir.nodes import ProgramIR
 from pipeline.stages import CompileTimeArgs, ConcreteDefinition
 
 

@@ -21,14 +21,9 @@ from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
 from backends.cache import step_cache, toolchain_directory
 from pipeline.caching import CachedStep, ensure_private_directory
-from pipeline.frontend.step import shared_frontend
-from pipeline.stages import (
-    CompilableProgram,
-    CompiledArtifact,
-    ConcreteDefinition,
-    ProgramDefinition,
-    ProgramSource,
-)
+from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
 from pipeline.workflow import CompilePipeline
 
 __all__ = [

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from backends.c.expressions import ExpressionEmitter, convert
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.types import FieldType
-from pipeline.ir.nodes import ProgramIR, Stencil
 
 __all__ = ["base_offset", "element_offset", "output_stores"]
 

@@ -26,10 +26,10 @@ from backends.c.expressions import C_TYPES
 from backends.c.launch_abi import DESCRIPTOR_C, DESCRIPTOR_SYMBOL, DTYPE_CODES
 from backends.c.runtime import runtime_for
 from backends.c.units import join_units
-from pipeline.arguments import overlap_pairs
+from pipeline.dsl.arguments import overlap_pairs
+from pipeline.dsl.ir.nodes import GuardedRead, ProgramIR, Stencil
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType, ScalarType
-from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
 
 __all__ = ["argument_struct", "generate_module"]
 
@@ -155,7 +155,7 @@ def _guarded_check(
 ) -> list[str]:
     """Check a read that happens only in a region: the box around the region's part of the
     domain, moved by the read's offsets, must lie inside the field (as
-    ``pipeline.arguments.guarded_reach`` computes it)."""
+    ``pipeline.dsl.arguments.guarded_reach`` computes it)."""
     field = program.param(read.name).type
     assert isinstance(field, FieldType)
 

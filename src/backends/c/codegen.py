@@ -45,9 +45,9 @@ from backends.c.scratch import SCRATCH_C
 from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
 from backends.c.vectors import VECTOR_C, VECTOR_TYPE, VectorEmitter, vectorizable
 from backends.loops import StencilLayout
+from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
+from pipeline.dsl.passes.traversal import walk
 from pipeline.dsl.types import FieldType, ScalarType, float64
-from pipeline.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
-from pipeline.passes.traversal import walk
 
 __all__ = ["STREAM_CHUNK", "StencilCode", "generate_stencil"]
 

@@ -18,9 +18,7 @@ import attrs
 import numpy as np
 
 from backends.loops import SweepKey, SweepPlan
-from pipeline.dsl.regions import Bound, Region
-from pipeline.dsl.types import bool_, float32, float64, int32, int64
-from pipeline.ir.nodes import (
+from pipeline.dsl.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
@@ -32,8 +30,10 @@ from pipeline.ir.nodes import (
     UnaryOp,
     combine_offsets,
 )
-from pipeline.passes.traversal import substitute
-from pipeline.passes.typing_ import promote
+from pipeline.dsl.passes.traversal import substitute
+from pipeline.dsl.passes.typing_ import promote
+from pipeline.dsl.regions import Bound, Region
+from pipeline.dsl.types import bool_, float32, float64, int32, int64
 
 __all__ = [
     "C_TYPES",

@@ -43,8 +43,8 @@ from backends.c.codegen import StencilCode
 from backends.c.expressions import C_TYPES
 from backends.c.runtime import BOOL_TYPEDEF
 from backends.c.units import join_units
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.types import FieldType, ScalarType, bool_
-from pipeline.ir.nodes import ProgramIR, Stencil
 
 __all__ = ["SYSTEM_CLOCK", "MeasurementGrid", "measurement_grid", "measurement_source"]
 

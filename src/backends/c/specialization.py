@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from backends.base import unit_strides
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.types import FieldType
-from pipeline.ir.nodes import ProgramIR, Stencil
 from pipeline.stages import CompileTimeArgs
 
 __all__ = ["INNER_EXTENT", "compile_time_args", "inner_extents", "stencil_inner_extent"]

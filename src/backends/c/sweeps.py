@@ -40,9 +40,9 @@ from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, conv
 from backends.c.scratch import SCRATCH_C
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
+from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
+from pipeline.dsl.passes.traversal import walk
 from pipeline.dsl.types import FieldType, float64
-from pipeline.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
-from pipeline.passes.traversal import walk
 
 __all__ = [
     "BLOCKS",

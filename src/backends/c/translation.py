@@ -32,11 +32,12 @@ from backends.c.runtime import runtime_for
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
-from pipeline import arguments
+from pipeline.dsl import arguments
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
+from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.ir.nodes import ProgramIR, Stencil
-from pipeline.stages import CompilableProgram, CompileTimeArgs, ProgramSource, SourceFormat
+from pipeline.stages import CompileTimeArgs, ProgramSource, SourceFormat
 
 if TYPE_CHECKING:
     from backends.c.tuning import Tuning
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
 
 C_SOURCE = SourceFormat("c", DeviceType.CPU)
-# pipeline.arguments decides which arguments must not overlap; the bindings emit its checks.
+# pipeline.dsl.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
     loops,
     addressing,

@@ -46,8 +46,8 @@ from backends.c.runtime import runtime_for
 from backends.c.variants import Choice, Variant, choose_unmeasured
 from backends.loops import StencilLayout
 from pipeline.caching import CachedStep, StepCache
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.fingerprint import source_digest
-from pipeline.ir.nodes import ProgramIR, Stencil
 
 __all__ = ["SHARED_SCOPE", "MeasureVariants", "MeasurementRequest", "MeasurementWarning", "Tuning"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import attrs
 
 from backends.loops import StencilLayout
-from pipeline.ir.nodes import ProgramIR, Stencil
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 
 __all__ = [
     "DEFAULT_PREFETCH_DISTANCE",

@@ -22,14 +22,9 @@ from backends.cuda.errors import CudaCompilationError, UnsupportedConstructError
 from backends.cuda.loading import CudaProgram, load_cuda
 from backends.cuda.translation import CUDA_SOURCE, CudaTranslation
 from pipeline.caching import CachedStep, ensure_private_directory
-from pipeline.frontend.step import shared_frontend
-from pipeline.stages import (
-    CompilableProgram,
-    CompiledArtifact,
-    ConcreteDefinition,
-    ProgramDefinition,
-    ProgramSource,
-)
+from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
 from pipeline.workflow import CompilePipeline
 
 __all__ = [

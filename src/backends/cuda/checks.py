@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.arguments import overlap_pairs, strided_self_overlap
+from pipeline.dsl.arguments import overlap_pairs, strided_self_overlap
+from pipeline.dsl.ir.nodes import ProgramIR
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError
-from pipeline.ir.nodes import ProgramIR
 
 __all__ = ["check_device_arguments"]
 

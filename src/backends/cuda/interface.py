@@ -15,7 +15,7 @@ import attrs
 import numpy as np
 
 from backends.c.expressions import C_TYPES
-from pipeline.ir.nodes import ProgramIR
+from pipeline.dsl.ir.nodes import ProgramIR
 
 __all__ = ["ArgumentStruct", "CudaInterface", "KernelPlan", "StructMember"]
 

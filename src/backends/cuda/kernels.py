@@ -29,8 +29,8 @@ from backends.c.addressing import base_offset, element_offset, output_stores
 from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, PassStorage, literal
 from backends.cuda.interface import KernelPlan
 from backends.loops import StencilLayout, SweepPlan, plan_sweeps
+from pipeline.dsl.ir.nodes import ProgramIR, Scan, Stencil
 from pipeline.dsl.types import FieldType, ScalarType
-from pipeline.ir.nodes import ProgramIR, Scan, Stencil
 
 __all__ = ["PARALLELIZATIONS", "KernelCode", "fold_block", "generate_kernel", "thread_axes"]
 

@@ -35,7 +35,7 @@ import numpy as np
 from backends.build_cache import verified_bytes
 from backends.cuda.checks import check_device_arguments
 from backends.cuda.interface import CudaInterface, KernelPlan
-from pipeline.arguments import resolve_domain
+from pipeline.dsl.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.errors import DamagedArtifactError
 from pipeline.stages import CompiledArtifact

@@ -17,10 +17,11 @@ from backends.cuda import interface, kernels
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import ArgumentStruct, CudaInterface, StructMember
 from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, generate_kernel
+from pipeline.dsl.ir.nodes import ProgramIR, Stencil
+from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.ir.nodes import ProgramIR, Stencil
-from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+from pipeline.stages import ProgramSource, SourceFormat
 
 __all__ = ["CUDA_SOURCE", "MAX_PARAMETER_BYTES", "CudaTranslation", "argument_struct"]
 

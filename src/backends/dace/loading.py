@@ -38,7 +38,7 @@ from allocators import DeviceType
 from backends.dace import naming
 from backends.dace.compilation import artifact_files, artifact_hash
 from backends.dace.naming import SDFGInterface
-from pipeline.arguments import resolve_domain
+from pipeline.dsl.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DamagedArtifactError
 from pipeline.stages import CompiledArtifact

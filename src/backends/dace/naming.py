@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from pipeline.ir.nodes import ProgramIR
+from pipeline.dsl.ir.nodes import ProgramIR
 
 __all__ = [
     "SDFGInterface",

@@ -53,10 +53,11 @@ from backends.dace.naming import SDFGInterface
 from backends.dace.recipe import SDFGRecipe, apply_recipe
 from backends.dace.tasklets import Offsets, TaskletBody
 from backends.loops import StencilLayout, plan_sweeps
+from pipeline.dsl.ir.nodes import FieldExtent, ProgramIR, Scan, Stencil
+from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.ir.nodes import FieldExtent, ProgramIR, Scan, Stencil
-from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+from pipeline.stages import ProgramSource, SourceFormat
 
 __all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
 

@@ -10,13 +10,13 @@ import numpy as np
 from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter, input_field
 from backends.embedded.plan import LARGE_DOMAIN, SlicePlan, plan_program
-from pipeline.arguments import guarded_reach, resolve_domain
+from pipeline.dsl.arguments import guarded_reach, resolve_domain
+from pipeline.dsl.frontend.parsing import parse_field_operator
+from pipeline.dsl.frontend.source import with_captured_globals
+from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.programs import evaluating_embedded, output_domain
+from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import FieldType
-from pipeline.frontend.parsing import parse_field_operator
-from pipeline.frontend.source import with_captured_globals
-from pipeline.ir.nodes import ProgramIR
-from pipeline.programs import evaluating_embedded, output_domain
-from pipeline.stages import ProgramDefinition
 
 __all__ = ["EmbeddedExecutable"]
 

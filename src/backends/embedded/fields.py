@@ -19,10 +19,10 @@ import numpy as np
 
 from allocators import namespace_attribute, namespace_name
 from pipeline.dsl.builtins import scalar_gamma
+from pipeline.dsl.programs import current_output_domain
 from pipeline.dsl.regions import Region
+from pipeline.dsl.stages import ScanSettings
 from pipeline.dsl.types import Offset
-from pipeline.programs import current_output_domain
-from pipeline.stages import ScanSettings
 
 __all__ = ["EmbeddedField", "field_parameter", "input_field"]
 
@@ -471,7 +471,7 @@ _PYTHON_TYPES: dict[str, type] = {"b": bool, "i": int, "f": float}
 
 
 def _coerce(ns: Any, a: Any, b: Any, op: Callable[..., Any] | None) -> tuple[Any, Any]:
-    """Convert two operands as the frontend types them (``pipeline.passes.typing_.promote``).
+    """Convert two operands as the frontend types them (``pipeline.dsl.passes.typing_.promote``).
 
     Done explicitly, so that strict namespaces agree with NumPy and a pair of literals (``where(c,
     3, 0.5)``) has the common kind of both rather than the first one's.

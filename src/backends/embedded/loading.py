@@ -9,8 +9,9 @@ import attrs
 from allocators import namespace_name
 from backends.embedded.execution import EmbeddedExecutable
 from backends.embedded.plan import LARGE_DOMAIN
-from pipeline.frontend.step import shared_frontend
-from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramDefinition
+from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import ConcreteDefinition
 from pipeline.steps import identity
 from pipeline.workflow import CompilePipeline
 

@@ -35,10 +35,8 @@ import attrs
 import numpy as np
 
 from backends.embedded.fields import _gamma
-from pipeline.arguments import resolve_domain
-from pipeline.dsl.regions import Bound
-from pipeline.dsl.types import FieldType, ScalarType
-from pipeline.ir.nodes import (
+from pipeline.dsl.arguments import resolve_domain
+from pipeline.dsl.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
@@ -52,8 +50,10 @@ from pipeline.ir.nodes import (
     Type,
     UnaryOp,
 )
-from pipeline.passes.traversal import children, walk
-from pipeline.passes.typing_ import promote
+from pipeline.dsl.passes.traversal import children, walk
+from pipeline.dsl.passes.typing_ import promote
+from pipeline.dsl.regions import Bound
+from pipeline.dsl.types import FieldType, ScalarType
 
 __all__ = ["LARGE_DOMAIN", "SlicePlan", "plan_program"]
 

@@ -17,13 +17,9 @@ from __future__ import annotations
 from backends.jax.compilation import JaxJitCompilation, JittedProgram
 from backends.jax.loading import JaxJitExecutable, load_jitted
 from backends.jax.translation import JaxTranslation, jax_source_format
-from pipeline.frontend.step import shared_frontend
-from pipeline.stages import (
-    CompilableProgram,
-    ConcreteDefinition,
-    ProgramDefinition,
-    ProgramSource,
-)
+from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import ConcreteDefinition, ProgramSource
 from pipeline.workflow import CompilePipeline
 
 __all__ = [

@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 import attrs
 
 from backends.embedded import EmbeddedExecutable
+from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType
-from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+from pipeline.stages import ProgramSource, SourceFormat
 
 __all__ = ["JaxJitCompilation", "JittedProgram"]
 

@@ -7,7 +7,8 @@ import importlib
 import attrs
 
 from allocators import namespace_device_type
-from pipeline.stages import CompilableProgram, ProgramSource, SourceFormat
+from pipeline.dsl.stages import CompilableProgram
+from pipeline.stages import ProgramSource, SourceFormat
 
 __all__ = ["JaxTranslation", "jax_source_format"]
 

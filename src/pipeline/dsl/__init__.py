@@ -1,0 +1,129 @@
+"""The stencil DSL: stencilforge's reference frontend, a client of the framework.
+
+Cartesian stencils over named dimensions, run as plain Python on an array namespace
+(embedded) or compiled by a backend (``backends.c_cpu`` and the others)::
+
+    from pipeline.dsl import Dimension, Field, field_operator, program, float64
+
+    I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
+    IJK = Field[[I, J, K], float64]
+
+    @field_operator
+    def laplacian(f: IJK) -> IJK:
+        return -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+
+The map: types and builtins (``types``, ``builtins``, ``regions``); the decorators and the
+program objects (``programs``); the frontend, ``ConcreteDefinition`` ->
+``CompilableProgram`` (``frontend``: parsing, then the IR passes of ``passes`` over the IR of
+``ir``); the argument checks (``arguments``) and how calls are dispatched (``calls``); the
+stage artifacts (``stages``) and errors (``errors``).
+"""
+
+from __future__ import annotations
+
+from pipeline.dsl.builtins import (
+    DType,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    astype,
+    bool_,
+    cbrt,
+    ceil,
+    concat_where,
+    cos,
+    cosh,
+    exp,
+    float32,
+    float64,
+    floor,
+    fmod,
+    gamma,
+    int32,
+    int64,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    maximum,
+    minimum,
+    power,
+    sin,
+    sinh,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+    where,
+)
+from pipeline.dsl.errors import DomainError, DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
+from pipeline.dsl.programs import (
+    FieldOperator,
+    Program,
+    ScanOperator,
+    field_operator,
+    program,
+    scan_operator,
+)
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
+from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType
+
+__all__ = [
+    "CompilableProgram",
+    "DSLError",
+    "DSLNameError",
+    "DSLSyntaxError",
+    "DSLTypeError",
+    "DType",
+    "Dimension",
+    "DomainError",
+    "Field",
+    "FieldOperator",
+    "FieldType",
+    "Program",
+    "ProgramDefinition",
+    "ScalarType",
+    "ScanOperator",
+    "ScanSettings",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctanh",
+    "astype",
+    "bool_",
+    "cbrt",
+    "ceil",
+    "concat_where",
+    "cos",
+    "cosh",
+    "exp",
+    "field_operator",
+    "float32",
+    "float64",
+    "floor",
+    "fmod",
+    "gamma",
+    "int32",
+    "int64",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "log",
+    "maximum",
+    "minimum",
+    "power",
+    "program",
+    "scan_operator",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+    "where",
+]

@@ -10,9 +10,9 @@ from typing import Any, Protocol
 import attrs
 
 from allocators import DeviceType
-from pipeline.arguments import ArgumentChecker
 from pipeline.dispatch import DispatchBackend
-from pipeline.stages import CompilableProgram, ProgramDefinition
+from pipeline.dsl.arguments import ArgumentChecker
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 
 __all__ = ["STENCIL_CALLS", "ArrayBackend", "StencilCalls"]
 

@@ -5,7 +5,7 @@ No ``from __future__ import annotations``: the DSL reads the annotations of the 
 
 import numpy as np
 
-from pipeline import Dimension, Field, field_operator, float64, int32, minimum, program, where
+from pipeline.dsl import Dimension, Field, field_operator, float64, int32, minimum, program, where
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import attrs
 
+from pipeline.dsl.errors import DSLTypeError
+from pipeline.dsl.ir.nodes import ProgramIR, Ref, Stencil
+from pipeline.dsl.passes.traversal import walk
 from pipeline.dsl.types import FieldType
-from pipeline.errors import DSLTypeError
-from pipeline.ir.nodes import ProgramIR, Ref, Stencil
-from pipeline.passes.traversal import walk
 
 __all__ = ["split_by_output_dimensions"]
 

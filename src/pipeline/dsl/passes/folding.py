@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
-from pipeline.ir.nodes import Assign, BinaryOp, Call, Expr, Literal, ProgramIR, Stencil, UnaryOp
-from pipeline.passes.traversal import map_children
-from pipeline.passes.typing_ import infer_types
+from pipeline.dsl.ir.nodes import Assign, BinaryOp, Call, Expr, Literal, ProgramIR, Stencil, UnaryOp
+from pipeline.dsl.passes.traversal import map_children
+from pipeline.dsl.passes.typing_ import infer_types
 
 __all__ = ["fold_constants"]
 

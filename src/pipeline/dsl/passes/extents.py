@@ -11,10 +11,8 @@ from collections import defaultdict
 
 import attrs
 
-from pipeline.dsl.regions import Region
-from pipeline.dsl.types import FieldType
-from pipeline.errors import DSLTypeError
-from pipeline.ir.nodes import (
+from pipeline.dsl.errors import DSLTypeError
+from pipeline.dsl.ir.nodes import (
     ConcatWhere,
     DimExtent,
     Expr,
@@ -26,7 +24,9 @@ from pipeline.ir.nodes import (
     Stencil,
     combine_offsets,
 )
-from pipeline.passes.traversal import children, contains_scan, walk
+from pipeline.dsl.passes.traversal import children, contains_scan, walk
+from pipeline.dsl.regions import Region
+from pipeline.dsl.types import FieldType
 
 __all__ = ["analyse_extents"]
 

@@ -16,15 +16,16 @@ from __future__ import annotations
 import attrs
 
 from pipeline.caching import CachedStep
-from pipeline.frontend.parsing import parse_program
-from pipeline.ir.nodes import ProgramIR
-from pipeline.passes.cse import eliminate_common_subexpressions
-from pipeline.passes.extents import analyse_extents
-from pipeline.passes.folding import fold_constants
-from pipeline.passes.inlining import inline_operators
-from pipeline.passes.splitting import split_by_output_dimensions
-from pipeline.passes.typing_ import infer_types
-from pipeline.stages import CompilableProgram, ConcreteDefinition, ProgramDefinition
+from pipeline.dsl.frontend.parsing import parse_program
+from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.passes.cse import eliminate_common_subexpressions
+from pipeline.dsl.passes.extents import analyse_extents
+from pipeline.dsl.passes.folding import fold_constants
+from pipeline.dsl.passes.inlining import inline_operators
+from pipeline.dsl.passes.splitting import split_by_output_dimensions
+from pipeline.dsl.passes.typing_ import infer_types
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.stages import ConcreteDefinition
 from pipeline.steps import ReportsCacheHits, Step, StepSequence
 
 __all__ = ["Frontend", "Passes", "default_passes", "frontend_in_memory", "shared_frontend"]

@@ -2,16 +2,17 @@
 
 ``Program.__call__`` is the top of the data's walk: it tries the fast entry of the last
 signature, else hands the bound arguments to the program's ``Dispatcher`` (``dispatch.py``),
-which owns everything between here and the executable. A backend is a value that provides
-``dispatch.DispatchBackend``; this module never imports ``backends`` except to resolve the
-default backend lazily.
+which owns everything between here and the executable, told how stencil calls work by
+``calls.StencilCalls``. A backend is a value that provides ``calls.ArrayBackend``; the
+default one is found through an entry point, never by importing ``backends``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import importlib
+import functools
+import importlib.metadata
 import inspect
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
@@ -22,10 +23,10 @@ import attrs
 from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.frontend.source import captured_values, with_captured_globals
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.types import Dimension
-from pipeline.frontend.source import captured_values, with_captured_globals
 from pipeline.staged import Lowered
-from pipeline.stages import CompilableProgram, ProgramDefinition, ScanSettings
 
 __all__ = [
     "FieldOperator",
@@ -104,9 +105,23 @@ def _in_domain(out: Any, domain: Any) -> Any:
     return out.__dsl_domain__(bounds)
 
 
+#: The entry-point group whose one entry names the backend of programs given none
+#: (stencilforge's own: ``backends:DEFAULT_BACKEND``, the embedded NumPy backend).
+DEFAULT_BACKEND_GROUP = "stencilforge.default_backend"
+
+
+@functools.cache
 def _default_backend() -> DispatchBackend:
-    # Resolved lazily: `backends` imports `pipeline`, so `pipeline` cannot import it at load.
-    return importlib.import_module("backends").DEFAULT_BACKEND  # type: ignore[no-any-return]
+    """The installed default backend, found through its entry point on first use: the DSL
+    imports no backend package (``backends`` imports the DSL)."""
+    entries = list(importlib.metadata.entry_points(group=DEFAULT_BACKEND_GROUP))
+    if len(entries) != 1:
+        found = ", ".join(entry.value for entry in entries) or "none"
+        raise RuntimeError(
+            f"the entry-point group {DEFAULT_BACKEND_GROUP!r} must name one default backend "
+            f"(found {found}); reinstall stencilforge, or pass backend= to the decorator"
+        )
+    return entries[0].load()  # type: ignore[no-any-return]
 
 
 class _DefaultBackend:

@@ -19,9 +19,8 @@ import attrs
 import numpy as np
 
 from pipeline.dsl.builtins import MATH_FUNCTIONS, PREDICATES, SCALAR_CHOICE
-from pipeline.dsl.types import Dimension, FieldType, ScalarType, bool_, float64, int64
-from pipeline.errors import DSLError, DSLTypeError
-from pipeline.ir.nodes import (
+from pipeline.dsl.errors import DSLError, DSLTypeError
+from pipeline.dsl.ir.nodes import (
     Assign,
     BinaryOp,
     Call,
@@ -40,6 +39,7 @@ from pipeline.ir.nodes import (
     Type,
     UnaryOp,
 )
+from pipeline.dsl.types import Dimension, FieldType, ScalarType, bool_, float64, int64
 
 __all__ = ["infer_types", "promote", "type_operator", "type_scan_operator"]
 

@@ -11,9 +11,9 @@ import itertools
 
 import attrs
 
-from pipeline.ir.nodes import Assign, Expr, Literal, OperatorCall, ProgramIR, Ref, Stencil
-from pipeline.passes.traversal import map_children, substitute
-from pipeline.passes.typing_ import infer_types
+from pipeline.dsl.ir.nodes import Assign, Expr, Literal, OperatorCall, ProgramIR, Ref, Stencil
+from pipeline.dsl.passes.traversal import map_children, substitute
+from pipeline.dsl.passes.typing_ import infer_types
 
 __all__ = ["inline_operators"]
 

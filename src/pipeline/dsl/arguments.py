@@ -19,10 +19,11 @@ import numpy as np
 
 from allocators import DeviceType, device_of, disabled_dtype_reason
 from pipeline.dispatch import bind_arguments
+from pipeline.dsl.errors import DomainError
+from pipeline.dsl.ir.nodes import GuardedRead, ProgramIR, Stencil
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType
-from pipeline.errors import ArgumentError, DomainError
-from pipeline.ir.nodes import GuardedRead, ProgramIR, Stencil
+from pipeline.errors import ArgumentError
 
 __all__ = [
     "ArgumentChecker",

@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
-from pipeline.dsl.regions import Bound
-from pipeline.ir.nodes import (
+from pipeline.dsl.ir.nodes import (
     BinaryOp,
     Call,
     Cast,
@@ -19,6 +18,7 @@ from pipeline.ir.nodes import (
     Scan,
     UnaryOp,
 )
+from pipeline.dsl.regions import Bound
 
 __all__ = ["children", "contains_scan", "map_children", "substitute", "walk"]
 

@@ -330,7 +330,7 @@ class ProgramIR:
         return f"ProgramIR({self.name}, {len(self.params)} params, {len(self.stencils)} stencil(s))"
 
     def __str__(self) -> str:
-        from pipeline.ir.printer import format_program  # noqa: PLC0415  (printer imports nodes)
+        from pipeline.dsl.ir.printer import format_program  # noqa: PLC0415  (printer imports nodes)
 
         return format_program(self)
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from pipeline.errors import DSLError, DSLSyntaxError
-from pipeline.ir.nodes import SourceLocation
+from pipeline.dsl.errors import DSLError, DSLSyntaxError
+from pipeline.dsl.ir.nodes import SourceLocation
 
 __all__ = ["FunctionSource", "captured_values", "function_source", "with_captured_globals"]
 

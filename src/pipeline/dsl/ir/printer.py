@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.ir.nodes import (
+from pipeline.dsl.ir.nodes import (
     Assign,
     BinaryOp,
     Call,

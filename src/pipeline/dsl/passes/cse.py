@@ -12,8 +12,8 @@ from collections import Counter
 
 import attrs
 
-from pipeline.ir.nodes import Assign, Expr, Literal, ProgramIR, Ref, Stencil
-from pipeline.passes.traversal import map_children, walk
+from pipeline.dsl.ir.nodes import Assign, Expr, Literal, ProgramIR, Ref, Stencil
+from pipeline.dsl.passes.traversal import map_children, walk
 
 __all__ = ["eliminate_common_subexpressions"]
 

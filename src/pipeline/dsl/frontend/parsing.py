@@ -19,11 +19,9 @@ import attrs
 import numpy as np
 
 from pipeline.dsl.builtins import BUILTIN_ARITY, SCALAR_CHOICE, DType, builtin_name
-from pipeline.dsl.regions import Bound, Region, compare
-from pipeline.dsl.types import Dimension, FieldType, Offset, ScalarType, as_dtype
-from pipeline.errors import DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
-from pipeline.frontend.source import FunctionSource, captured_values, function_source
-from pipeline.ir.nodes import (
+from pipeline.dsl.errors import DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
+from pipeline.dsl.frontend.source import FunctionSource, captured_values, function_source
+from pipeline.dsl.ir.nodes import (
     Assign,
     BinaryOp,
     Call,
@@ -44,8 +42,10 @@ from pipeline.ir.nodes import (
     Type,
     UnaryOp,
 )
-from pipeline.passes.traversal import walk
-from pipeline.stages import ProgramDefinition
+from pipeline.dsl.passes.traversal import walk
+from pipeline.dsl.regions import Bound, Region, compare
+from pipeline.dsl.stages import ProgramDefinition
+from pipeline.dsl.types import Dimension, FieldType, Offset, ScalarType, as_dtype
 
 __all__ = ["parameter_types", "parse_field_operator", "parse_program", "parse_scan_operator"]
 
