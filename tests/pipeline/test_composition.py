@@ -194,3 +194,35 @@ def test_the_dsl_frontends_passes_are_named_sub_steps_of_every_backends_pipeline
     out = np.zeros_like(inp)
     without_cse(inp, out)
     np.testing.assert_allclose(out, (inp + 1.0) ** 2)
+
+
+@field_operator
+def _smoothed(f: IJK) -> IJK:
+    lap = -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+    return lap(I + 1) - lap
+
+
+@program
+def _smoothed_program(inp: IJK, out: IJK):
+    _smoothed(inp, out=out[1:-2, 1:-1, :])
+
+
+def test_c_cpus_tuning_is_a_sub_step_skipped_or_changed_by_its_path():
+    pipeline = backends.c_cpu.pipeline
+    untuned = pipeline.replace_step("translation.tuning", None)
+    patient = pipeline.evolve_step("translation.tuning", rounds=9)
+    assert isinstance(untuned.translation, CachedStep)  # the disk cache is kept
+    assert untuned.translation.step.tuning is None
+    assert patient.translation.step.tuning.rounds == 9
+    assert pipeline.translation.step.tuning.rounds != 9  # the original is unchanged
+
+    backend = attrs.evolve(backends.c_cpu, name="c_cpu_untuned", pipeline=untuned)
+    inp = np.random.default_rng(1).uniform(size=(12, 9, 4))
+    out = np.zeros_like(inp)
+    lowered = _smoothed_program.with_backend(backend).lower(inp, out)
+    assert "not measured: the translation has no tuning" in lowered.as_text()
+    lowered.compile()(inp, out)
+    lap = np.zeros_like(inp)
+    lap[1:-1, 1:-1] = (-4.0 * inp[1:-1, 1:-1] + inp[2:, 1:-1] + inp[:-2, 1:-1]
+                       + inp[1:-1, 2:] + inp[1:-1, :-2])
+    np.testing.assert_allclose(out[1:-2, 1:-1], lap[2:-1, 1:-1] - lap[1:-2, 1:-1])
