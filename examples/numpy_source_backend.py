@@ -27,33 +27,18 @@ import attrs
 import numpy as np
 
 import allocators
-from allocators import DeviceType
 from backends import CompiledBackend
 from backends.cache import cache_directory
-from pipeline import CachedStep, CompilePipeline, ProgramSource, SourceFormat
-from pipeline.dsl import CompilableProgram
-from pipeline.dsl.builtins import scalar_gamma
-from pipeline.dsl.frontend.step import shared_frontend
-from pipeline.dsl.ir.nodes import (
-    BinaryOp,
-    Call,
-    Cast,
-    ConcatWhere,
-    Expr,
-    Literal,
-    OutputTarget,
-    ProgramIR,
-    Ref,
-    Scan,
-    ScanOperatorIR,
-    Stencil,
-    UnaryOp,
+from pipeline import (
+    CachedStep,
+    CompilePipeline,
+    ConcreteDefinition,
+    DeviceType,
+    ProgramSource,
+    SourceFormat,
 )
-from pipeline.dsl.passes.traversal import map_children, walk
-from pipeline.dsl.regions import Bound, Region
-from pipeline.dsl.stages import ProgramDefinition
-from pipeline.dsl.types import FieldType
-from pipeline.stages import ConcreteDefinition
+from pipeline.dsl import CompilableProgram, ProgramDefinition, builtins, shared_frontend
+from pipeline.dsl import ir as dsl_ir
 
 __all__ = ["PYTHON_SOURCE", "NumPyTranslation", "PythonArtifact", "load_python", "numpy_source"]
 
@@ -114,7 +99,7 @@ class NumPyTranslation:
         names = [p.name for p in ir.params]
         lines = [f"def {ir.name}({', '.join(names)}):"]
         for param in ir.params:
-            if not isinstance(param.type, FieldType):  # scalars are strong, typed numbers
+            if not isinstance(param.type, dsl_ir.FieldType):  # scalars are strong, typed numbers
                 dtype = "bool_" if param.type.dtype == np.bool_ else param.type.dtype.name
                 lines.append(f"    {param.name} = np.{dtype}({param.name})")
         for index, stencil in enumerate(ir.stencils):
@@ -123,20 +108,24 @@ class NumPyTranslation:
         return ProgramSource(self.emits, "\n".join(lines) + "\n", ir.name)
 
 
-def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) -> list[str]:
+def _stencil_lines(
+    ir: dsl_ir.ProgramIR, stencil: dsl_ir.Stencil, index: int, comments: bool
+) -> list[str]:
     """``out[domain] = expression`` for each output, with the stencil's locals inlined."""
-    locals_: dict[str, Expr] = {}
+    locals_: dict[str, dsl_ir.Expr] = {}
     for assign in stencil.body:
         (local,) = assign.targets
         locals_[local] = _inline(assign.value, locals_)
     lines = [f"    # stencil {index}: {stencil.operator_name}"] if comments else []
     results = [_inline(result, locals_) for result in stencil.results]
-    scans = [node for result in results for node in walk(result) if isinstance(node, Scan)]
+    scans = [
+        node for result in results for node in dsl_ir.walk(result) if isinstance(node, dsl_ir.Scan)
+    ]
     if scans:
         return lines + _sweep_lines(ir, stencil, results, scans)
     for target, result in zip(stencil.outputs, stencil.results, strict=True):
         out_type = ir.param(target.name).type
-        assert isinstance(out_type, FieldType)
+        assert isinstance(out_type, dsl_ir.FieldType)
         bounds = [_bounds(dim, axis) for axis, dim in enumerate(out_type.dim_names)]
         value = _expression(ir, _inline(result, locals_), out_type.dim_names, bounds)
         if not bounds:  # a 0-d output
@@ -152,13 +141,16 @@ def _stencil_lines(ir: ProgramIR, stencil: Stencil, index: int, comments: bool) 
 
 
 def _sweep_lines(
-    ir: ProgramIR, stencil: Stencil, results: list[Expr], scans: list[Scan]
+    ir: dsl_ir.ProgramIR,
+    stencil: dsl_ir.Stencil,
+    results: list[dsl_ir.Expr],
+    scans: list[dsl_ir.Scan],
 ) -> list[str]:
     """A stencil that runs scans: each scan, in an order where it follows the scans it
     reads, is a Python loop along its axis over planes (its carry an array over the plane)
     whose results are joined into an array over the domain; then the outputs, as usual."""
     first = ir.param(stencil.outputs[0].name).type
-    assert isinstance(first, FieldType)
+    assert isinstance(first, dsl_ir.FieldType)
     dims = first.dim_names
     bounds = [_bounds(dim, axis) for axis, dim in enumerate(dims)]
     position = dims.index(scans[0].operator.axis)
@@ -194,8 +186,10 @@ def _sweep_lines(
             values[local] = f"s{n}_{local}"
             text = _expression(ir, assign.value, dims, step, values)
             lines.append(f"            s{n}_{local} = {text}")
-        shape = ", ".join("1" if d == dims[position] else f"{b} - {a}" for d, (a, b) in
-                          zip(dims, bounds, strict=True))
+        shape = ", ".join(
+            "1" if d == dims[position] else f"{b} - {a}"
+            for d, (a, b) in zip(dims, bounds, strict=True)
+        )
         for i, (param, result) in enumerate(zip(operator.carry, operator.results, strict=True)):
             text = _expression(ir, result, dims, step, values)
             dtype = _dtype_name(param.type.dtype)
@@ -221,19 +215,19 @@ def _plane(position: int, lo: str) -> str:
     return ", ".join([*(":" for _ in range(position)), f"k_ - {lo}:k_ - {lo} + 1", "..."])
 
 
-def _in_dependency_order(scans: list[Scan]) -> list[Scan]:
+def _in_dependency_order(scans: list[dsl_ir.Scan]) -> list[dsl_ir.Scan]:
     """One scan per sweep, each after the scans its arguments read."""
-    order: list[Scan] = []
-    seen: set[tuple[ScanOperatorIR, tuple[Expr, ...]]] = set()
+    order: list[dsl_ir.Scan] = []
+    seen: set[tuple[dsl_ir.ScanOperatorIR, tuple[dsl_ir.Expr, ...]]] = set()
 
-    def visit(scan: Scan) -> None:
+    def visit(scan: dsl_ir.Scan) -> None:
         key = (scan.operator, scan.args)
         if key in seen:
             return
         seen.add(key)
         for arg in scan.args:
-            for node in walk(arg):
-                if isinstance(node, Scan):
+            for node in dsl_ir.walk(arg):
+                if isinstance(node, dsl_ir.Scan):
                     visit(node)
         order.append(scan)
 
@@ -243,7 +237,7 @@ def _in_dependency_order(scans: list[Scan]) -> list[Scan]:
 
 
 #: The scans of a stencil, by operator and arguments: the names of their new carries.
-Sweeps = dict[tuple[ScanOperatorIR, tuple[Expr, ...]], tuple[str, ...]]
+Sweeps = dict[tuple[dsl_ir.ScanOperatorIR, tuple[dsl_ir.Expr, ...]], tuple[str, ...]]
 
 
 def _dtype_name(dtype: np.dtype[Any]) -> str:
@@ -256,25 +250,25 @@ def _bounds(dim: str, axis: int) -> tuple[str, str]:
     return f"{stem}0", f"{stem}1"
 
 
-def _inline(expr: Expr, locals_: dict[str, Expr]) -> Expr:
+def _inline(expr: dsl_ir.Expr, locals_: dict[str, dsl_ir.Expr]) -> dsl_ir.Expr:
     """``expr`` with every read of a local replaced by the local's value, shifted."""
-    if isinstance(expr, Ref) and expr.name in locals_:
+    if isinstance(expr, dsl_ir.Ref) and expr.name in locals_:
         return _shift(locals_[expr.name], expr.offsets)
-    return map_children(expr, lambda child: _inline(child, locals_))
+    return dsl_ir.map_children(expr, lambda child: _inline(child, locals_))
 
 
-def _shift(expr: Expr, offsets: tuple[tuple[str, int], ...]) -> Expr:
+def _shift(expr: dsl_ir.Expr, offsets: tuple[tuple[str, int], ...]) -> dsl_ir.Expr:
     """``expr`` read at ``offsets``: every field read moves (scalars do not)."""
-    if isinstance(expr, Ref):
-        return expr.shifted(offsets) if isinstance(expr.type, FieldType) else expr
-    if isinstance(expr, ConcatWhere):  # chosen at x + offset: the region moves back
+    if isinstance(expr, dsl_ir.Ref):
+        return expr.shifted(offsets) if isinstance(expr.type, dsl_ir.FieldType) else expr
+    if isinstance(expr, dsl_ir.ConcatWhere):  # chosen at x + offset: the region moves back
         expr = attrs.evolve(expr, region=expr.region.shifted({d: -v for d, v in offsets}))
-    return map_children(expr, lambda child: _shift(child, offsets))
+    return dsl_ir.map_children(expr, lambda child: _shift(child, offsets))
 
 
 def _expression(
-    ir: ProgramIR,
-    expr: Expr,
+    ir: dsl_ir.ProgramIR,
+    expr: dsl_ir.Expr,
     dims: tuple[str, ...],
     bounds: list[tuple[str, str]],
     values: dict[str, str] | None = None,
@@ -287,31 +281,31 @@ def _expression(
     # other branch is chosen: they go through _window, which fills such points with zeros.
     windowed = False
 
-    def emit(node: Expr) -> str:
+    def emit(node: dsl_ir.Expr) -> str:
         nonlocal windowed
         match node:
-            case ConcatWhere(region=region, inside=inside, outside=outside):
+            case dsl_ir.ConcatWhere(region=region, inside=inside, outside=outside):
                 outer, windowed = windowed, True
                 chosen = (emit(inside), emit(outside))
                 windowed = outer
                 return f"np.where({_region(region, dims, bounds)}, {chosen[0]}, {chosen[1]})"
-            case Literal(value=value):
+            case dsl_ir.Literal(value=value):
                 return _literal(value)
-            case Ref(name=name) if name in values:
+            case dsl_ir.Ref(name=name) if name in values:
                 return values[name]
-            case Scan(operator=operator, args=args, component=component):
+            case dsl_ir.Scan(operator=operator, args=args, component=component):
                 assert sweeps is not None
                 return sweeps[(operator, args)][component]
-            case Ref(name=name, offsets=offsets):
+            case dsl_ir.Ref(name=name, offsets=offsets):
                 param_type = ir.param(name).type
-                if not isinstance(param_type, FieldType):
+                if not isinstance(param_type, dsl_ir.FieldType):
                     return name
                 return _read(name, param_type.dim_names, dict(offsets), dims, bounds, windowed)
-            case UnaryOp(op=op, operand=operand):
+            case dsl_ir.UnaryOp(op=op, operand=operand):
                 return f"({op}{emit(operand)})"
-            case BinaryOp(op=op, left=left, right=right):
+            case dsl_ir.BinaryOp(op=op, left=left, right=right):
                 return f"({emit(left)} {op} {emit(right)})"
-            case Call(function=function, args=args):
+            case dsl_ir.Call(function=function, args=args):
                 if (
                     function in {"floor", "ceil", "trunc"}
                     and args[0].type is not None
@@ -319,7 +313,7 @@ def _expression(
                 ):
                     return emit(args[0])  # integers stay integers (NumPy would give float64)
                 return f"{_NUMPY_FUNCTIONS[function]}({', '.join(emit(a) for a in args)})"
-            case Cast(value=value, dtype=dtype):
+            case dsl_ir.Cast(value=value, dtype=dtype):
                 name = "bool_" if dtype == np.bool_ else dtype.name
                 return f"np.asarray({emit(value)}).astype(np.{name})"
         raise NotImplementedError(f"the NumPy translation has no rule for {type(node).__name__}")
@@ -333,7 +327,7 @@ def _literal(value: bool | int | float) -> str:
     return repr(value)
 
 
-def _region(region: Region, dims: tuple[str, ...], bounds: list[tuple[str, str]]) -> str:
+def _region(region: dsl_ir.Region, dims: tuple[str, ...], bounds: list[tuple[str, str]]) -> str:
     """Python text of a boolean array over the domain: where ``region`` holds."""
     boxes = []
     for box in region.boxes:
@@ -349,7 +343,7 @@ def _region(region: Region, dims: tuple[str, ...], bounds: list[tuple[str, str]]
     return " | ".join(f"({b})" for b in boxes) or "False"
 
 
-def _bound_text(bound: Bound) -> str:
+def _bound_text(bound: dsl_ir.Bound) -> str:
     return str(bound.offset) if bound.param is None else f"(int({bound.param}) + {bound.offset})"
 
 
@@ -432,17 +426,17 @@ def _gamma(values: Any) -> Any:
     """C's ``tgamma`` elementwise (NumPy has no gamma function)."""
     values = np.asarray(values)
     dtype = values.dtype if values.dtype.kind == "f" else np.dtype(np.float64)
-    return np.vectorize(scalar_gamma, otypes=[dtype])(values)
+    return np.vectorize(builtins.scalar_gamma, otypes=[dtype])(values)
 
 
-def _slices_text(target: OutputTarget) -> str:
+def _slices_text(target: dsl_ir.OutputTarget) -> str:
     """Python text of the output's slices for ``_domain``: a ``domain=`` bound (absolute,
     maybe a scalar parameter's value) as ``("domain", start, stop)``."""
     items = []
     for start, stop in target.slices:
-        if isinstance(start, Bound) or isinstance(stop, Bound):
-            low = _bound_text(start) if isinstance(start, Bound) else repr(start or 0)
-            high = _bound_text(stop) if isinstance(stop, Bound) else repr(stop)
+        if isinstance(start, dsl_ir.Bound) or isinstance(stop, dsl_ir.Bound):
+            low = _bound_text(start) if isinstance(start, dsl_ir.Bound) else repr(start or 0)
+            high = _bound_text(stop) if isinstance(stop, dsl_ir.Bound) else repr(stop)
             items.append(f"('domain', {low}, {high})")
         else:
             items.append(repr((start, stop)))
@@ -481,7 +475,13 @@ def load_python(artifact: PythonArtifact, /) -> Callable[..., None]:
     return run
 
 
-def numpy_source_pipeline() -> CompilePipeline[ConcreteDefinition[ProgramDefinition], CompilableProgram, ProgramSource, PythonArtifact, Callable[..., None]]:
+def numpy_source_pipeline() -> CompilePipeline[
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    ProgramSource,
+    PythonArtifact,
+    Callable[..., None],
+]:
     """The four steps; translation and compilation are cached on disk in the build cache."""
     directory = cache_directory() / "numpy_source"
     return CompilePipeline(

@@ -11,8 +11,8 @@ none of the stages' types, and a toolchain brings its own. The map:
 - **The pipeline** (``pipeline.workflow``): ``CompilePipeline(frontend, translation,
   compilation, loading)``, frozen, with ``evolve_step``/``replace_step`` by dotted path.
 - **Stage artifacts** (``pipeline.stages``): ``ConcreteDefinition`` (a definition and its
-  ``CompileTimeArgs``), ``ProgramSource`` of a ``SourceFormat``, ``CompiledArtifact``,
-  ``Executable``.
+  ``CompileTimeArgs``), ``ProgramSource`` of a ``SourceFormat`` (a language for a
+  ``DeviceType``), ``CompiledArtifact``, ``Executable``.
 - **Calls** (``pipeline.dispatch``, ``pipeline.staged``): a program's ``Dispatcher`` (the
   table per compile-time signature, checks before native code, the fast path, metrics);
   what a frontend must say of its calls is one protocol, ``CallConvention``; ``Lowered`` and
@@ -27,6 +27,7 @@ in ``backends``. The framework imports neither.
 
 from __future__ import annotations
 
+from allocators import DeviceType
 from pipeline import metrics
 from pipeline.caching import CachedStep, DiskStepCache, MemoryStepCache, StepCache
 from pipeline.dispatch import CallConvention, Dispatcher
@@ -64,6 +65,7 @@ __all__ = [
     "Compiled",
     "CompiledArtifact",
     "ConcreteDefinition",
+    "DeviceType",
     "DiskStepCache",
     "Dispatcher",
     "Executable",

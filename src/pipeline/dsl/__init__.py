@@ -16,7 +16,8 @@ The map: types and builtins (``types``, ``builtins``, ``regions``); the decorato
 program objects (``programs``); the frontend, ``ConcreteDefinition`` ->
 ``CompilableProgram`` (``frontend``: parsing, then the IR passes of ``passes`` over the IR of
 ``ir``); the argument checks (``arguments``) and how calls are dispatched (``calls``); the
-stage artifacts (``stages``) and errors (``errors``).
+stage artifacts (``stages``) and errors (``errors``). A backend's translation reads the IR
+through ``pipeline.dsl.ir`` and starts its pipeline with ``shared_frontend``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from pipeline.dsl.builtins import (
     where,
 )
 from pipeline.dsl.errors import DomainError, DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
+from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.programs import (
     FieldOperator,
     Program,
@@ -119,6 +121,7 @@ __all__ = [
     "power",
     "program",
     "scan_operator",
+    "shared_frontend",
     "sin",
     "sinh",
     "sqrt",
