@@ -96,27 +96,45 @@ def _distributions() -> Mapping[str, list[str]]:
 
 @functools.cache
 def _module_digest(name: str) -> str:
-    """A module's part of a code digest: its source, or for an installed third-party package
-    (a file under site-packages) the package and its version. Once per module and process."""
+    """A module's part of a code digest: its source, and for a module of an installed package
+    (a file under site-packages) the hashes of every file its distribution installed. Once
+    per module and process."""
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
     if module is None or path is None:
         return f"builtin:{name}"  # no source (builtins, C extensions without a file)
     real = os.path.realpath(path)
-    if real.startswith(_installed_roots()):
-        package = name.partition(".")[0]
-        try:
-            version = importlib.metadata.version(_distributions().get(package, [package])[0])
-        except importlib.metadata.PackageNotFoundError:
-            version = str(getattr(sys.modules.get(package), "__version__", "unknown"))
-        return f"installed:{package}=={version}"
     try:
         with open(real, "rb") as handle:
-            return f"source:{name}:{fingerprint_bytes(handle.read())}"
+            digest = f"source:{name}:{fingerprint_bytes(handle.read())}"
     except OSError as error:
         raise FingerprintError(
             f"cannot read the source of module {name} ({real}): {error}"
         ) from error
+    if real.startswith(_installed_roots()):
+        # A reinstall at the same version can change any file of the package, not only the
+        # module that defines the step: the installed files' hashes see all of them.
+        digest += f"\0installed:{_installed_files_digest(name.partition('.')[0])}"
+    return digest
+
+
+@functools.cache
+def _installed_files_digest(package: str) -> str:
+    """The hashes that the RECORDs of ``package``'s distributions list for their installed
+    files (not the .dist-info metadata, so a version bump alone changes nothing; a
+    distribution without a RECORD adds nothing, its module's source still counts)."""
+    entries: list[str] = []
+    for distribution in sorted(set(_distributions().get(package, []))):
+        try:
+            files = importlib.metadata.distribution(distribution).files or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        entries.extend(
+            f"{distribution}:{file}:{file.hash.value}"
+            for file in files
+            if file.hash is not None and not file.parts[0].endswith(".dist-info")
+        )
+    return fingerprint_bytes("\0".join(sorted(entries)).encode())
 
 
 def code_digest(step: object) -> str:

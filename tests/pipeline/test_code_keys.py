@@ -6,13 +6,20 @@ again (before keys saw code it was served the old translation).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import subprocess
 import sys
+import sysconfig
 import textwrap
+import venv
+import zipfile
+from pathlib import Path
 
 import attrs
 import numpy as np
 
+import pipeline
 from pipeline import CachedStep, fingerprint
 from pipeline.fingerprint import code_digest
 
@@ -92,7 +99,7 @@ def test_a_base_class_fingerprint_hook_cannot_hide_fields_a_subclass_adds(tmp_pa
     assert fingerprint(BaseGenerator("a")) != fingerprint(BaseGenerator("b"))
 
 
-def test_the_code_digest_covers_the_steps_own_modules_and_installed_packages_by_version():
+def test_the_code_digest_covers_the_steps_own_modules_and_the_modules_it_names():
     digest = code_digest(UnrolledGenerator())
     assert digest == code_digest(BaseGenerator())  # one module defines both
     assert digest != code_digest(np.sum)  # another module
@@ -106,3 +113,79 @@ def test_the_code_digest_covers_the_steps_own_modules_and_installed_packages_by_
 def test_in_memory_caches_do_not_read_sources():
     step = CachedStep.in_memory(textwrap.dedent)
     assert step("  x") == "x"
+
+
+_INSTALLED_BACKEND = """
+import attrs
+
+
+@attrs.frozen
+class Translation:
+    unroll: int = 1
+
+    def __call__(self, name):
+        return f"{text} {{name}} x{{self.unroll}}"
+"""
+
+_RUN_INSTALLED = """
+import sys
+from pipeline import CachedStep
+import mybackend
+
+step = CachedStep.on_disk(mybackend.Translation(), directory=sys.argv[1])
+print(step("lap"), "|", step.cache.stats.misses)
+"""
+
+
+def _wheel(directory: Path, text: str) -> Path:
+    """A wheel of ``mybackend`` 0.1.0 whose module returns ``text``. Built by hand: the
+    environment has no ``wheel`` package for setuptools to build one offline."""
+    info = "mybackend-0.1.0.dist-info"
+    files = {
+        "mybackend.py": _INSTALLED_BACKEND.format(text=text).encode(),
+        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: mybackend\nVersion: 0.1.0\n",
+        f"{info}/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    record = "".join(
+        f"{name},sha256="
+        f"{base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+        f"{len(data)}\n"
+        for name, data in files.items()
+    )
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    path = directory / "mybackend-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _install_and_run(tmp_path: Path, text: str) -> str:
+    python = tmp_path / "env" / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "--no-index", "--no-deps", "--force-reinstall",
+         "--disable-pip-version-check", "--quiet", _wheel(tmp_path, text)],
+        capture_output=True, check=True,
+    )
+    result = subprocess.run(
+        [python, "-c", _RUN_INSTALLED, tmp_path / "cache"],
+        cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_reinstalling_an_edited_package_at_the_same_version_gives_a_new_result(tmp_path):
+    # A fresh environment whose site-packages holds the installed backend; this project and
+    # its dependencies come from .pth lines, after it.
+    venv.create(tmp_path / "env", with_pip=False)
+    (site_packages,) = (tmp_path / "env" / "lib").glob("python*/site-packages")
+    (site_packages / "stencilforge_test.pth").write_text(
+        f"{Path(pipeline.__file__).parents[1]}\n{sysconfig.get_paths()['purelib']}\n"
+    )
+    assert _install_and_run(tmp_path, "old") == "old lap x1 | 1"
+    assert _install_and_run(tmp_path, "old") == "old lap x1 | 0"  # a hit: nothing computed
+    # Before, the installed package counted by its version: "old lap x1 | 0".
+    assert _install_and_run(tmp_path, "new") == "new lap x1 | 1"
