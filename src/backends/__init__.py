@@ -22,7 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from backends.base import Backend, CompiledBackend, EmbeddedBackend
+from backends._shadowing import shadowing_error
+
+try:
+    from backends.base import Backend, CompiledBackend, EmbeddedBackend
+except ImportError as error:
+    shadowing = shadowing_error("allocators", "pipeline")
+    if shadowing is None:
+        raise
+    raise shadowing from error
 
 __all__ = [
     "DEFAULT_BACKEND",

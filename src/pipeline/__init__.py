@@ -27,7 +27,16 @@ in ``backends``. The framework imports neither.
 
 from __future__ import annotations
 
-from allocators import DeviceType
+from pipeline._shadowing import shadowing_error
+
+try:
+    from allocators import DeviceType
+except ImportError as error:
+    shadowing = shadowing_error("allocators")
+    if shadowing is None:
+        raise
+    raise shadowing from error
+
 from pipeline import metrics
 from pipeline.caching import CachedStep, DiskStepCache, MemoryStepCache, StepCache
 from pipeline.dispatch import CallConvention, Dispatcher
