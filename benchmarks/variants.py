@@ -60,7 +60,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     name, colon, options = text.partition(":")
     if not colon or not name:
         raise ValueError(
-            f"variant {text!r}: expected NAME:STAGE.OPTION=VALUE[;...] or NAME=BACKEND"
+            f"variant {text!r}: expected NAME:[STAGE.]OPTION=VALUE[;...] or NAME=BACKEND"
         )
     parsed = {}
     for assignment in filter(None, options.split(";")):
@@ -116,14 +116,39 @@ def _largest_difference(workload: Workload, size: str, backend: Any) -> float:
     return float(np.nanmax(difference, initial=0.0))
 
 
+_EPILOG = """\
+variants:
+  NAME:STAGE.OPTION=VALUE[;STAGE.OPTION=VALUE...]
+      the base backend with the innermost step of STAGE (frontend, translation,
+      compilation, loading) evolved: o2:compilation.flags=-O2
+  NAME:OPTION=VALUE[;...]
+      the same for the translation's options: nopf:prefetch_distance=0
+  NAME=BACKEND
+      another backend, a registered name or module:attribute: dace=dace_cpu
+  VALUE is a Python literal, or else text (split at spaces for a tuple option).
+
+output, per variant and over the rounds:
+  diff          the largest absolute difference from the NumPy reference
+  median        the median fraction of the copy kernel's bandwidth (bytes per second of
+                the variant / of a copy timed beside it; 1.0 is as fast as a copy)
+  per call      the median time of one call (s, ms, us, ns)
+  Nx default    the speed against the base (>1: faster)
+  rounds        each round's fraction of the copy bandwidth
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the A/B; the exit status is 1 when a variant failed, 2 for bad arguments."""
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.variants", description=__doc__.split("\n\n")[0]
+        prog="python -m benchmarks.variants",
+        description=__doc__.split("\n\n")[0],
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("workload", choices=list(WORKLOADS))
     parser.add_argument(
-        "variants", nargs="+", metavar="NAME:STAGE.OPTION=VALUE[;...] | NAME=BACKEND"
+        "variants", nargs="+", metavar="VARIANT", help="NAME:[STAGE.]OPTION=VALUE[;...] "
+        "(an option of the base's step; without STAGE the translation's) or NAME=BACKEND"
     )
     parser.add_argument("--base", default="c_cpu",
                         help="the backend the options vary (default: c_cpu)")
@@ -163,8 +188,9 @@ def main(argv: list[str] | None = None) -> int:
             fractions[name].append(row.bytes_per_call / row.median / row.copy_bandwidth)
             medians[name].append(row.median)
     print(
-        f"{args.workload} {args.size}: largest difference from NumPy, fraction of the copy "
-        "bandwidth timed beside each row, speed against default"
+        f"{args.workload} {args.size}: largest difference from NumPy; median fraction of the "
+        "copy bandwidth timed beside each row, time per call, speed against default; each "
+        "round's fraction"
     )
     for name, values in fractions.items():
         rounds = " ".join(f"{value:.3f}" for value in values)
@@ -173,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         speed = paired_ratio(medians["default"], medians[name])
         print(
             f"  {name:<16} diff {differences[name]:.1e}  median {statistics.median(values):.3f} "
-            f"({seconds(median)} per call, {speed:.2f}x)   rounds: {rounds}"
+            f"of copy bandwidth ({seconds(median)} per call, {speed:.2f}x default)   "
+            f"rounds: {rounds}"
         )
     return 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import backends
@@ -63,6 +65,31 @@ def test_variants_run_in_rounds_and_report_their_fractions(capsys):
     for name, line in zip(("default", "nopf"), lines[1:], strict=True):
         assert line.split()[0] == name
         assert len(line.split("rounds:")[1].split()) == 2
+
+
+@requires_c_cpu
+def test_each_row_says_the_unit_of_its_numbers(capsys):
+    assert main(["laplacian", "--size", "small", "--rounds", "1", "--repeat", "1",
+                 "nopf:prefetch_distance=0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "fraction of the copy bandwidth" in lines[0]
+    for line in lines[1:]:
+        # Before: "median 0.222 (35.9 ms per call, 1.00x)", a number with no unit.
+        assert re.search(
+            r"median \d\.\d{3} of copy bandwidth \([\d.]+ (s|ms|us|ns) per call, "
+            r"[\d.]+x default\)",
+            line,
+        ), line
+
+
+def test_the_help_documents_both_option_forms_and_the_output(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    for form in ("NAME:STAGE.OPTION=VALUE", "NAME:OPTION=VALUE", "NAME=BACKEND",
+                 "nopf:prefetch_distance=0", "fraction of the copy kernel's bandwidth"):
+        assert form in help_text
 
 
 @requires_c_cpu
