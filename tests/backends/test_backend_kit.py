@@ -180,3 +180,42 @@ def test_a_backend_whose_compilation_is_not_on_disk_warns_once(caplog):
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1
     assert "'kit_uncached'" in messages[0] and "every process compiles" in messages[0]
+
+
+# --------------------------------------------------------------------------- reprs
+
+
+def _steps_of(step: object) -> list[object]:
+    """``step`` and every attrs object among its fields, recursively (a CachedStep's step,
+    a sequence's sub-steps, a translation's tuning and its compilation)."""
+    found = [step]
+    if attrs.has(type(step)):
+        for field in attrs.fields(type(step)):
+            value = getattr(step, field.name)
+            for item in value if isinstance(value, tuple) else (value,):
+                if attrs.has(type(item)):
+                    found.extend(_steps_of(item))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(backends.available_backends()))
+def test_every_steps_repr_shows_all_of_its_options(name):
+    backend = backends.available_backends()[name]
+    pipeline = getattr(backend, "pipeline", None)
+    if pipeline is None:
+        pytest.skip(f"{name} runs the definition as Python: it has no steps")
+    for stage in ("frontend", "translation", "compilation", "loading"):
+        for step in _steps_of(getattr(pipeline, stage)):
+            text = repr(step)
+            assert "\n" not in text
+            for field in attrs.fields(type(step)) if attrs.has(type(step)) else ():
+                if field.init:
+                    assert f"{field.name.lstrip('_')}=" in text, (stage, step)
+
+
+def test_c_translations_repr_shows_its_tuning_and_where_its_records_are(tmp_path):
+    translation = c_cpu_pipeline(cache_directory=tmp_path).translation
+    text = repr(translation)
+    # Before, the tuning was left out: two translations that measure differently looked alike.
+    assert "tuning=Tuning(" in text and "rounds=5" in text
+    assert f"records=DiskStepCache({str(tmp_path / 'choices')!r})" in text

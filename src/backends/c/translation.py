@@ -148,7 +148,7 @@ class CTranslation:
     sweep_block: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
-    tuning: Tuning | None = attrs.field(default=None, repr=False)
+    tuning: Tuning | None = None
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __attrs_post_init__(self) -> None:

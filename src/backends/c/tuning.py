@@ -197,7 +197,7 @@ class Tuning:
     """
 
     compilation: CCompilation
-    records: StepCache = attrs.field(eq=False, repr=False)
+    records: StepCache = attrs.field(eq=False)
     rounds: int = attrs.field(default=5, validator=attrs.validators.ge(2))
 
     def __fingerprint__(self) -> object:
