@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import stat
 
 import pytest
 from hypothesis import given
@@ -85,10 +87,16 @@ def test_a_compiler_that_cannot_run_is_named_with_what_to_do(compiler):
 def test_the_compilers_identity_is_remembered_where_possible(tmp_path):
     compiler_identity.cache_clear()
     memo = tmp_path / "memo"
-    memo.mkdir()
-    identity = compiler_identity("cc", str(memo))
+    memo.mkdir(mode=0o700)
+    previous = os.umask(0)
+    try:
+        identity = compiler_identity("cc", str(memo))
+    finally:
+        os.umask(previous)
     assert "march=" in identity
     assert [path.read_text() for path in memo.glob("compiler-*.txt")] == [identity]
+    # Private whatever the umask: the memo chooses which builds this compiler's programs load.
+    assert {stat.S_IMODE(p.stat().st_mode) for p in memo.glob("compiler-*.txt")} == {0o600}
     compiler_identity.cache_clear()
     # A memo directory that cannot be written to costs the memo, not the answer.
     assert compiler_identity("cc", str(tmp_path / "missing")) == identity

@@ -27,7 +27,7 @@ from backends.build_cache import BuildCache, BuildSpace
 from backends.c import support, units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
-from pipeline.caching import ensure_private_directory, package_version
+from pipeline.caching import ensure_private_directory, make_private, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -98,6 +98,7 @@ def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
         try:
             temporary.parent.mkdir(mode=0o700, exist_ok=True)
             temporary.write_text(identity)
+            make_private(temporary)
             os.replace(temporary, memo)
         except OSError as error:  # the memo saves time; without it the answer still holds
             _log.debug("not remembering the compiler's identity in %s: %s", memo, error)
