@@ -6,7 +6,8 @@
   them), what killed builds left in ``tmp/`` swept; in a cache that cannot be written, one
   private temporary directory instead (the build is used, not kept);
 - ``publish(space, built, name, files)``: one atomic ``os.replace`` of a built file or folder
-  into ``builds/name``, with its content hash (SHA-256 of each of ``files``, joined); a folder
+  into ``builds/name`` (made private first: 0700 for folders and executables, 0600 for the
+  rest, whatever the umask), with its content hash (SHA-256 of each of ``files``, joined); a folder
   gets a completion marker holding that hash; a publication another process made meanwhile
   is kept when intact; then the cache's size bound is enforced (in the configured cache
   directory only);
@@ -31,6 +32,7 @@ import attrs
 
 from backends.cache import build_directories, configured_cache_directory, sweep_stale_builds
 from backends.cache_inventory import enforce_size_bound
+from pipeline.caching import make_private
 from pipeline.errors import CacheDegradedWarning, DamagedArtifactError
 from pipeline.fingerprint import fingerprint_bytes
 
@@ -154,6 +156,7 @@ class BuildCache:
         if built.is_dir():
             digest = content_hash([built / f for f in files])
             (built / COMPLETE_MARKER).write_text(digest)
+            make_private(built)
             try:
                 os.replace(built, target)  # the publish: atomic on one filesystem
             except OSError:
@@ -162,6 +165,7 @@ class BuildCache:
                     os.replace(built, target)
         else:
             digest = content_hash([built])
+            make_private(built)
             os.replace(built, target)  # the publish: atomic on one filesystem
         if space.kept and _is_the_cache_directory(self.root.parent):
             enforce_size_bound(self.root.parent)

@@ -29,11 +29,15 @@ import platformdirs
 
 from pipeline.caching import DiskStepCache, StepCache, ensure_private_directory
 from pipeline.config import (
+    CACHE_DIR_VARIABLE,
     CACHE_SECRET_FILE_VARIABLE,
     CACHE_SECRET_VARIABLE,
     CACHE_URL_VARIABLE,
+    TOOLCHAIN_DIR_VARIABLE,
+    cache_dir,
     cache_secret,
     cache_url,
+    toolchain_dir,
 )
 from pipeline.shared_cache import SharedStepCache, required_cache_secret, shared_store
 
@@ -54,10 +58,6 @@ __all__ = [
     "toolchain_directory",
 ]
 
-CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
-TOOLCHAIN_DIR_VARIABLE = "STENCILFORGE_TOOLCHAIN_DIR"
-
-
 def cache_directory() -> Path:
     """The private build-cache directory (created if needed).
 
@@ -70,18 +70,16 @@ def cache_directory() -> Path:
 def configured_cache_directory() -> Path:
     """Where the build-cache directory is (``STENCILFORGE_CACHE_DIR`` or the per-user
     default), read at each call; nothing is created or checked."""
-    configured = os.environ.get(CACHE_DIR_VARIABLE)
-    return Path(configured) if configured else Path(platformdirs.user_cache_dir("stencilforge"))
+    configured = cache_dir()
+    return configured or Path(platformdirs.user_cache_dir("stencilforge"))
 
 
 def toolchain_directory() -> Path:
-    """The private directory of toolchain-only build products (not created here: the
+    """The private directory of toolchain-only build products (``STENCILFORGE_TOOLCHAIN_DIR``
+    or the per-user default, read at each call; not created here: the
     compilation that uses it creates it, mode 0700, or falls back when it cannot).
     """
-    configured = os.environ.get(TOOLCHAIN_DIR_VARIABLE)
-    if configured:
-        return Path(configured).expanduser().absolute()
-    return Path(platformdirs.user_cache_dir("stencilforge-toolchain"))
+    return toolchain_dir() or Path(platformdirs.user_cache_dir("stencilforge-toolchain"))
 
 
 STALE_BUILD_SECONDS = 3600.0

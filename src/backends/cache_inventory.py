@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import shutil
 import sqlite3
@@ -29,6 +28,7 @@ import diskcache
 
 from backends.cache import STALE_BUILD_SECONDS
 from pipeline.caching import open_entry
+from pipeline.config import CACHE_MAX_SIZE_VARIABLE, cache_max_size
 from pipeline.stages import CompiledArtifact
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-MAX_SIZE_VARIABLE = "STENCILFORGE_CACHE_MAX_SIZE"
+MAX_SIZE_VARIABLE = CACHE_MAX_SIZE_VARIABLE
 DEFAULT_MAX_SIZE = 4 * 1024**3
 
 
@@ -86,7 +86,7 @@ def max_size() -> int:
     Raises:
         ValueError: the variable is not a size, naming it.
     """
-    configured = os.environ.get(MAX_SIZE_VARIABLE)
+    configured = cache_max_size()
     if not configured:
         return DEFAULT_MAX_SIZE
     try:

@@ -52,6 +52,7 @@ __all__ = [
     "MemoryStepCache",
     "StepCache",
     "ensure_private_directory",
+    "make_private",
     "open_entry",
     "package_version",
     "seal_entry",
@@ -270,14 +271,22 @@ def _refuse_replaceable_ancestors(directory: Path) -> None:
             )
 
 
-def _make_private(store: Path) -> None:
-    """The store's files 0600 and directories 0700, whatever the umask made them (sqlite
-    gives its log files the database file's mode, so new ones follow)."""
-    for path in (store, *store.rglob("*")):
+def make_private(path: str | os.PathLike[str]) -> None:
+    """Give ``path`` and everything under it the cache's modes, whatever the umask made them:
+    directories and executables (any execute bit) 0700, other files 0600. Symbolic links are
+    left alone; what cannot be changed (not ours, gone meanwhile) is skipped.
+
+    Call it before a file or folder is published (moved to where others find it), so that
+    nobody else can read or replace it in between.
+    """
+    root = Path(path)
+    for entry in (root, *root.rglob("*")) if root.is_dir() else (root,):
         try:
-            if path.is_symlink():
+            info = entry.lstat()
+            if stat.S_ISLNK(info.st_mode):
                 continue
-            path.chmod(0o700 if path.is_dir() else 0o600)
+            executable = stat.S_ISDIR(info.st_mode) or info.st_mode & 0o111
+            entry.chmod(0o700 if executable else 0o600)
         except OSError:
             continue
 
@@ -356,7 +365,7 @@ class DiskStepCache:
             cull_limit=0,
             statistics=True,
         )
-        _make_private(self._store)
+        make_private(self._store)
         return entries
 
     def _degrade(self, reason: str) -> None:

@@ -1,14 +1,25 @@
-"""The ``STENCILFORGE_*`` variables the framework reads, each read here, when asked.
+"""Every ``STENCILFORGE_*`` variable, read here and nowhere else, each when asked.
 
-| variable | read by | meaning |
+Nothing is read at import except ``STENCILFORGE_METRICS``; every other variable is read by
+its function below, at the moment the table names, so a test or a program that sets one
+before that moment is obeyed. The README's table of environment variables says the same for
+users.
+
+| variable | function | read when |
 |---|---|---|
-| ``STENCILFORGE_CACHE_URL`` | ``cache_url`` | the fleet's shared cache (``redis://host:port/db``) |
-| ``STENCILFORGE_CACHE_SECRET`` | ``cache_secret`` | the secret that authenticates its entries |
-| ``STENCILFORGE_CACHE_SECRET_FILE`` | ``cache_secret`` | a file (mode 600) holding the secret |
+| ``STENCILFORGE_CACHE_DIR`` | ``cache_dir`` | a pipeline is made; a build is published |
+| ``STENCILFORGE_TOOLCHAIN_DIR`` | ``toolchain_dir`` | a pipeline is made |
+| ``STENCILFORGE_CACHE_MAX_SIZE`` | ``cache_max_size`` | a build is published; ``cache`` runs |
+| ``STENCILFORGE_CACHE_URL`` | ``cache_url`` | a pipeline is made |
+| ``STENCILFORGE_CACHE_SECRET`` | ``cache_secret`` | a pipeline is made |
+| ``STENCILFORGE_CACHE_SECRET_FILE`` | ``cache_secret`` | a pipeline is made |
+| ``STENCILFORGE_BUILD_JOBS`` | ``build_jobs`` | ``compile_many`` runs without ``executor=`` |
+| ``STENCILFORGE_DUMP_STAGES`` | ``dump_stages`` | a program is compiled |
+| ``STENCILFORGE_METRICS`` | ``metrics`` | ``pipeline.metrics`` is imported (once) |
 
-The others are read where they apply: ``STENCILFORGE_BUILD_JOBS`` (``pipeline.runners``),
-``STENCILFORGE_METRICS`` (``pipeline.metrics``), ``STENCILFORGE_DUMP_STAGES``
-(``pipeline.events``), and the backends' own (``backends.cache``).
+("a pipeline is made": a backend's, e.g. ``c_cpu`` on first use; ``cache`` is the
+``stencilforge cache`` command.) What each means, and its default, is in the README's table
+and in the function's docstring.
 """
 
 from __future__ import annotations
@@ -20,16 +31,76 @@ from pathlib import Path
 from pipeline.errors import CacheSecretError
 
 __all__ = [
+    "BUILD_JOBS_VARIABLE",
+    "CACHE_DIR_VARIABLE",
+    "CACHE_MAX_SIZE_VARIABLE",
     "CACHE_SECRET_FILE_VARIABLE",
     "CACHE_SECRET_VARIABLE",
     "CACHE_URL_VARIABLE",
+    "DUMP_STAGES_VARIABLE",
+    "METRICS_VARIABLE",
+    "TOOLCHAIN_DIR_VARIABLE",
+    "build_jobs",
+    "cache_dir",
+    "cache_max_size",
     "cache_secret",
     "cache_url",
+    "dump_stages",
+    "metrics",
+    "toolchain_dir",
 ]
 
+CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
+TOOLCHAIN_DIR_VARIABLE = "STENCILFORGE_TOOLCHAIN_DIR"
+CACHE_MAX_SIZE_VARIABLE = "STENCILFORGE_CACHE_MAX_SIZE"
 CACHE_URL_VARIABLE = "STENCILFORGE_CACHE_URL"
 CACHE_SECRET_VARIABLE = "STENCILFORGE_CACHE_SECRET"
 CACHE_SECRET_FILE_VARIABLE = "STENCILFORGE_CACHE_SECRET_FILE"
+BUILD_JOBS_VARIABLE = "STENCILFORGE_BUILD_JOBS"
+DUMP_STAGES_VARIABLE = "STENCILFORGE_DUMP_STAGES"
+METRICS_VARIABLE = "STENCILFORGE_METRICS"
+
+
+def _path(variable: str) -> Path | None:
+    configured = os.environ.get(variable)
+    return Path(configured).expanduser() if configured else None
+
+
+def cache_dir() -> Path | None:
+    """The build cache's directory (``STENCILFORGE_CACHE_DIR``), read now; None when unset
+    (the backends then use the per-user cache directory)."""
+    return _path(CACHE_DIR_VARIABLE)
+
+
+def toolchain_dir() -> Path | None:
+    """Where toolchain-only build products live (``STENCILFORGE_TOOLCHAIN_DIR``), read now,
+    made absolute; None when unset."""
+    configured = _path(TOOLCHAIN_DIR_VARIABLE)
+    return configured.absolute() if configured is not None else None
+
+
+def cache_max_size() -> str:
+    """The text of the cache's size bound (``STENCILFORGE_CACHE_MAX_SIZE``), read now, as
+    written (``"4G"``); ``""`` when unset. Parsing it is the cache inventory's job."""
+    return os.environ.get(CACHE_MAX_SIZE_VARIABLE, "")
+
+
+def build_jobs() -> str:
+    """Where ``compile_many`` compiles without ``executor=`` (``STENCILFORGE_BUILD_JOBS``),
+    read now, stripped; ``""`` when unset (serial)."""
+    return os.environ.get(BUILD_JOBS_VARIABLE, "").strip()
+
+
+def dump_stages() -> Path | None:
+    """The directory that receives every stage artifact of every compile
+    (``STENCILFORGE_DUMP_STAGES``), read now; None when unset."""
+    return _path(DUMP_STAGES_VARIABLE)
+
+
+def metrics() -> bool:
+    """Whether ``STENCILFORGE_METRICS`` asks for per-call metrics (``1``, ``true``, ``yes``,
+    ``on``), read now (``pipeline.metrics`` asks once, when it is imported)."""
+    return os.environ.get(METRICS_VARIABLE, "").lower() in {"1", "true", "yes", "on"}
 
 
 def cache_url() -> str:

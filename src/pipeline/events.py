@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from pipeline.config import DUMP_STAGES_VARIABLE, dump_stages
 from pipeline.steps import ReportsCacheHits, step_name
 
 __all__ = [
@@ -94,13 +95,10 @@ def subscribe(callback: Callable[[StageEvent], None]) -> StageSubscription:
         return StageSubscription(_next_token)
 
 
-DUMP_STAGES_VARIABLE = "STENCILFORGE_DUMP_STAGES"
-
-
 def dump_directory() -> Path | None:
-    """Where to write every stage artifact of every compile (``STENCILFORGE_DUMP_STAGES``)."""
-    configured = os.environ.get(DUMP_STAGES_VARIABLE)
-    return Path(configured) if configured else None
+    """Where to write every stage artifact of every compile (``STENCILFORGE_DUMP_STAGES``,
+    read at each call: ``pipeline.config.dump_stages``)."""
+    return dump_stages()
 
 
 @attrs.define

@@ -7,13 +7,14 @@ The registry below is the module's documented global state.
 
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import attrs
+
+from pipeline import config
 
 __all__ = [
     "ACTIVE",
@@ -45,7 +46,7 @@ class ProgramMetrics:
 _lock = threading.Lock()
 _registry: dict[str, ProgramMetrics] = {}
 _depth = 0
-_from_environment = os.environ.get("STENCILFORGE_METRICS", "").lower() in {"1", "true", "yes", "on"}
+_from_environment = config.metrics()
 # Read on every program call: kept equal to enabled() so the hot path is one global lookup.
 ACTIVE = _from_environment
 

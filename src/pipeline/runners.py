@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import pickle
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from pipeline.config import BUILD_JOBS_VARIABLE, build_jobs
 from pipeline.errors import CompileError
 from pipeline.events import StageEvent, deliver, recorded
 from pipeline.stages import ConcreteDefinition
@@ -52,7 +52,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-BUILD_JOBS_VARIABLE = "STENCILFORGE_BUILD_JOBS"
 
 
 class Dispatched(Protocol):
@@ -287,7 +286,7 @@ def build_executor(setting: str | None = None) -> Executor | None:
         ValueError: a setting of neither form, naming the variable.
         ImportError: a Dask address without the ``dask`` extra installed.
     """
-    value = (os.environ.get(BUILD_JOBS_VARIABLE, "") if setting is None else setting).strip()
+    value = build_jobs() if setting is None else setting.strip()
     if not value or value == "serial":
         return None
     kind, colon, count = value.partition(":")

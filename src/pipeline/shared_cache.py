@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pipeline.caching import CacheStats, DiskStepCache
+from pipeline.caching import CacheStats, DiskStepCache, ensure_private_directory, make_private
 from pipeline.config import (
     CACHE_SECRET_FILE_VARIABLE,
     CACHE_SECRET_VARIABLE,
@@ -358,8 +358,9 @@ class SharedStepCache:
             try:
                 with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as archive:
                     archive.extractall(scratch, filter="data")  # no paths out of scratch
-                build.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                ensure_private_directory(build.parent)
                 unpacked = scratch / build.relative_to(self.root)
+                make_private(unpacked)  # the packer's modes are not ours to keep
                 try:
                     os.replace(unpacked, build)  # atomic: a reader sees all or nothing
                 except OSError:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import stat
 
 import pytest
 from hypothesis import given
@@ -85,10 +87,16 @@ def test_a_compiler_that_cannot_run_is_named_with_what_to_do(compiler):
 def test_the_compilers_identity_is_remembered_where_possible(tmp_path):
     compiler_identity.cache_clear()
     memo = tmp_path / "memo"
-    memo.mkdir()
-    identity = compiler_identity("cc", str(memo))
+    memo.mkdir(mode=0o700)
+    previous = os.umask(0)
+    try:
+        identity = compiler_identity("cc", str(memo))
+    finally:
+        os.umask(previous)
     assert "march=" in identity
     assert [path.read_text() for path in memo.glob("compiler-*.txt")] == [identity]
+    # Private whatever the umask: the memo chooses which builds this compiler's programs load.
+    assert {stat.S_IMODE(p.stat().st_mode) for p in memo.glob("compiler-*.txt")} == {0o600}
     compiler_identity.cache_clear()
     # A memo directory that cannot be written to costs the memo, not the answer.
     assert compiler_identity("cc", str(tmp_path / "missing")) == identity
@@ -108,3 +116,44 @@ def test_gcc_gets_its_tuning_flags_and_other_compilers_do_not(tmp_path):
     # A compiler that cannot run gets the portable flags; the error comes when it is used.
     missing = CCompilation(str(tmp_path / "none"), compiler="/nonexistent/stencilforge-cc")
     assert not set(GCC_TUNING) & set(missing.flags)
+
+
+def test_fingerprinting_a_c_compilation_creates_no_directory_and_runs_no_process(
+    tmp_path, monkeypatch
+):
+    import subprocess  # noqa: PLC0415
+
+    from backends.c import Launcher  # noqa: PLC0415
+    from pipeline.fingerprint import fingerprint  # noqa: PLC0415
+
+    compiler_identity.cache_clear()  # a new process: nothing remembered
+    cache = tmp_path / "cache"
+    compilation = CCompilation(str(cache / "c"))
+    launcher = Launcher(str(tmp_path / "toolchain" / "c-launcher"), str(cache / "launcher"))
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a fingerprint started a process: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    monkeypatch.setattr(subprocess, "run", no_process)
+    keys = {fingerprint(compilation), fingerprint(launcher)}
+    assert len(keys) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_c_compilation_sent_to_a_worker_asks_that_machines_compiler(tmp_path):
+    import pickle  # noqa: PLC0415
+
+    compilation = CCompilation(str(tmp_path / "c"), extra_flags=("-funroll-loops",))
+    travelled = pickle.loads(pickle.dumps(compilation))
+    assert travelled == compilation and "march=" in (travelled.compiler_identity or "")
+
+
+def test_a_compiler_that_could_not_run_when_the_step_was_made_is_named_at_its_first_build(
+    tmp_path,
+):
+    compilation = CCompilation(str(tmp_path / "c"), compiler="/nonexistent/stencilforge-cc")
+    with pytest.raises(CompilationError, match="stencilforge-cc") as caught:
+        compilation(_source({"one": "int sf_one(void) { return 1; }\n"}))
+    assert "$CC" in str(caught.value)
+    assert not (tmp_path / "c").exists()

@@ -134,6 +134,23 @@ def test_under_umask_000_the_cache_is_still_private(tmp_path):
             assert not mode & (stat.S_IWGRP | stat.S_IWOTH), f"{path}: {oct(mode)}"
 
 
+def test_under_umask_000_a_c_cpu_cache_and_toolchain_hold_only_private_files(tmp_path):
+    # Everything a first c_cpu compile writes (translations, builds, the support object,
+    # compiler memos, the launcher) is code that will be loaded or keys that choose it.
+    cache, toolchain = tmp_path / "stencilforge", tmp_path / "toolchain"
+    report = _c_programs(cache, "smoothed", script_directory=tmp_path, umask=0,
+                         STENCILFORGE_TOOLCHAIN_DIR=str(toolchain))
+    assert report["results"]["smoothed"] == pytest.approx(_c_programs_reference()["smoothed"])
+    paths = [cache, toolchain, *cache.rglob("*"), *toolchain.rglob("*")]
+    assert any(p.name.endswith(".so") for p in paths)
+    readable = {
+        str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.lstat().st_mode))
+        for p in paths
+        if not p.is_symlink() and stat.S_IMODE(p.lstat().st_mode) & 0o077
+    }
+    assert readable == {}
+
+
 def test_a_cache_under_a_world_writable_parent_without_sticky_bit_is_refused(tmp_path):
     parent = tmp_path / "shared"
     parent.mkdir()
@@ -210,8 +227,13 @@ def roomy_disk(tmp_path):
     yield from _tmpfs(tmp_path, "64m")
 
 
-def _c_programs(cache: Path, *names: str, script_directory: Path | None = None) -> dict:
+def _c_programs(cache: Path, *names: str, script_directory: Path | None = None,
+                umask: int | None = None, **environment: str) -> dict:
     from cache_fault_steps import PROGRAMS  # noqa: PLC0415
+
+    def preexec() -> None:
+        if umask is not None:
+            os.umask(umask)
 
     # Beside the mount (the DSL reads the script's source; a remount would hide it).
     script = (script_directory or cache.parent.parent) / "c_programs.py"
@@ -219,7 +241,8 @@ def _c_programs(cache: Path, *names: str, script_directory: Path | None = None) 
     done = subprocess.run(
         [sys.executable, str(script), *names], capture_output=True, text=True, timeout=300,
         env={**os.environ, "STENCILFORGE_CACHE_DIR": str(cache),
-             "PYTHONPATH": os.pathsep.join(sys.path)}, check=False,
+             "PYTHONPATH": os.pathsep.join(sys.path), **environment}, check=False,
+        preexec_fn=preexec,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -18,6 +18,7 @@ import os
 import pickle
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import textwrap
@@ -83,6 +84,23 @@ def test_a_build_travels_with_its_artifact_into_the_other_machines_cache(tmp_pat
     assert hit and served.content_hash == built.content_hash
     assert Path(served.path) == tmp_path / "b" / "c" / "builds" / "prog.1234.so"
     assert Path(served.path).read_bytes() == b"\x7fELF built once"
+
+
+def test_a_build_from_the_fleet_lands_private_whatever_modes_it_travelled_with(tmp_path):
+    server = fakeredis.FakeServer()
+
+    def permissive() -> CompiledArtifact:
+        artifact = _artifact(tmp_path / "a", b"\x7fELF built once")
+        Path(artifact.path).chmod(0o777)
+        return artifact
+
+    shared(tmp_path / "a", server).get_or_compute("art", permissive, _intact)
+    served, hit = shared(tmp_path / "b", server).get_or_compute(
+        "art", lambda: pytest.fail("built again"), _intact
+    )
+    assert hit
+    assert stat.S_IMODE(Path(served.path).stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "b" / "c").stat().st_mode) == 0o700
 
 
 def test_a_damaged_shared_entry_is_rebuilt_and_replaced(tmp_path):

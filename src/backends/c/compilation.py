@@ -27,7 +27,7 @@ from backends.build_cache import BuildCache, BuildSpace
 from backends.c import support, units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
-from pipeline.caching import ensure_private_directory, package_version
+from pipeline.caching import make_private, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -98,6 +98,7 @@ def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
         try:
             temporary.parent.mkdir(mode=0o700, exist_ok=True)
             temporary.write_text(identity)
+            make_private(temporary)
             os.replace(temporary, memo)
         except OSError as error:  # the memo saves time; without it the answer still holds
             _log.debug("not remembering the compiler's identity in %s: %s", memo, error)
@@ -153,6 +154,10 @@ def is_gcc(compiler: str, memo_directory: str | None = None) -> bool:
         identity = compiler_identity(compiler, memo_directory)
     except CompilationError:
         return False
+    return _names_gcc(identity)
+
+
+def _names_gcc(identity: str) -> bool:
     return "Free Software Foundation" in identity and "clang" not in identity.lower()
 
 
@@ -161,9 +166,16 @@ def is_gcc(compiler: str, memo_directory: str | None = None) -> bool:
 REQUIRED_FLAGS = ("-fPIC", "-shared", "-fopenmp")
 
 
+def _identity_of(compilation: CCompilation) -> str | None:
+    try:
+        return compiler_identity(compilation.compiler, compilation.build_directory)
+    except CompilationError:
+        return None  # a compiler that cannot run is reported when the step is used
+
+
 def _default_flags(compilation: CCompilation) -> tuple[str, ...]:
     # -ffp-contract=off: no fused multiply-add, so results match NumPy's rounding.
-    tuning = GCC_TUNING if is_gcc(compilation.compiler, compilation.build_directory) else ()
+    tuning = GCC_TUNING if _names_gcc(compilation.compiler_identity or "") else ()
     return ("-O3", *tuning, "-march=native", "-ffp-contract=off", "-fno-math-errno")
 
 
@@ -183,10 +195,17 @@ class CCompilation:
             whatever ``flags`` says, so ``flags=("-O2",)`` builds a working extension.
         extra_flags: added after ``flags``, to tune the defaults rather than replace them
             (``extra_flags=("-funroll-loops",)``).
+        compiler_identity: what ``compiler`` says it is (``compiler_identity``), asked when
+            the step is made (an ``attrs.evolve`` or an unpickling asks again), so that
+            fingerprinting the step runs nothing; None when the compiler cannot run, which
+            the first build reports.
     """
 
     build_directory: str
     compiler: str = attrs.field(factory=default_compiler)
+    compiler_identity: str | None = attrs.field(
+        default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
+    )
     flags: tuple[str, ...] = attrs.field(
         default=attrs.Factory(_default_flags, takes_self=True), converter=tuple
     )
@@ -198,20 +217,31 @@ class CCompilation:
         """Every flag a build passes: the required ones, ``flags``, then ``extra_flags``."""
         return (*REQUIRED_FLAGS, *self.flags, *self.extra_flags)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # A step sent to a build worker is made again there: the identity is that of the
+        # compiler on the machine that builds.
+        arguments = {a.name: getattr(self, a.name) for a in attrs.fields(type(self)) if a.init}
+        return (_remade, (type(self), arguments))
+
     def __fingerprint__(self) -> object:
         # Not the build directory: where a build lands does not change what it is, and a
         # fleet's machines (their caches in different homes) share builds by this key.
-        ensure_private_directory(self.build_directory)
         return (
             self.compiler,
             self.command_flags,
-            compiler_identity(self.compiler, self.build_directory),
+            self.compiler_identity,
             package_version(),
             source_digest(sys.modules[__name__], units, support),
             fingerprint_bytes(support.SUPPORT_C.encode()),  # linked into every build
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
+        """Build ``source`` (or find its build) and publish it; its artifact.
+
+        Raises:
+            CompilationError: the compiler could not run when the step was made, or failed.
+        """
+        self.require_compiler()
         # Every directory on the way to a published object must be ours alone: whoever can
         # write one of them can replace code that will be loaded (BuildCache refuses them).
         key = fingerprint((self, source.text))[:24]
@@ -224,6 +254,19 @@ class CCompilation:
 
         builds = BuildCache(Path(self.build_directory))
         return builds.build(source.entry_point, build)
+
+    def require_compiler(self) -> None:
+        """Nothing, when the compiler ran when this step was made.
+
+        Raises:
+            CompilationError: it did not (why, and what to do).
+        """
+        if self.compiler_identity is None:
+            compiler_identity(self.compiler)  # raises, saying why
+            raise CompilationError(
+                f"the C compiler {self.compiler!r} could not run when this compilation step "
+                "was made; make the step again (attrs.evolve) now that it runs"
+            )
 
     def _build(self, source: ProgramSource, workdir: Path) -> Path:
         """Compile ``source``'s units in ``workdir`` and link them; the shared object."""
@@ -246,9 +289,10 @@ class CCompilation:
         ``output``.
 
         Raises:
-            CompilationError: the compiler failed (naming ``program`` and where the sources
-                were kept).
+            CompilationError: the compiler could not run when the step was made, or failed
+                (naming ``program`` and where the sources were kept).
         """
+        self.require_compiler()
         files = []
         for name, unit in split_units(text, output.stem):
             files.append(workdir / f"{name}.c")
@@ -291,6 +335,10 @@ class CCompilation:
         # cache's inventory, pruning and clearing are about programs.
         cache = BuildCache(Path(self.build_directory) / "support")
         return support.copy_into(workdir, cache, key, compile_object)
+
+
+def _remade(cls: type[CCompilation], arguments: dict[str, object]) -> CCompilation:
+    return cls(**arguments)  # type: ignore[arg-type]
 
 
 def _run_all(program: str, commands: list[list[str]]) -> None:

@@ -53,6 +53,13 @@ _LOADED: dict[str, ModuleType] = {}
 _LOADING = threading.Lock()
 
 
+def _identity_of(launcher: Launcher) -> str | None:
+    try:
+        return compiler_identity(launcher.compiler, launcher.directory)
+    except CompilationError:
+        return None
+
+
 @attrs.frozen
 class Launcher:
     """Where the launcher is kept and how it is built.
@@ -66,19 +73,25 @@ class Launcher:
         compiler: the C compiler that builds it (any compiler of the platform's C ABI: the
             interface to programs is plain C).
         flags: its optimization flags (``-fPIC -shared`` are always added).
+        compiler_identity: what ``compiler`` says it is, asked when the launcher is made
+            (so that fingerprinting it runs nothing); None when it cannot run, which the
+            launcher's build reports.
     """
 
     directory: str
     fallback_directory: str | None = None
     compiler: str = attrs.field(factory=default_compiler)
     flags: tuple[str, ...] = attrs.field(default=LAUNCHER_FLAGS, converter=tuple)
+    compiler_identity: str | None = attrs.field(
+        default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
+    )
 
     def __fingerprint__(self) -> object:
         # Everything the built extension depends on; not where it is kept.
         return (
             self.compiler,
             self.flags,
-            compiler_identity(self.compiler, self.directory),
+            self.compiler_identity,
             sys.implementation.cache_tag,
             sysconfig.get_config_var("EXT_SUFFIX"),
             sysconfig.get_paths()["include"],
@@ -128,8 +141,11 @@ class Launcher:
         with a logged warning if damaged).
 
         Raises:
-            CompilationError: the compiler failed.
+            CompilationError: the compiler could not run when the launcher was made, or
+                failed.
         """
+        if self.compiler_identity is None:
+            compiler_identity(self.compiler)  # raises, saying why
         cache = BuildCache(self._root())
         space = cache.space()
         folder = space.builds / self.name

@@ -24,7 +24,7 @@ import attrs
 from backends.build_cache import BuildCache, BuildSpace
 from backends.cuda.errors import CudaCompilationError
 from backends.cuda.translation import CUDA_SOURCE
-from pipeline.caching import ensure_private_directory, package_version
+from pipeline.caching import package_version
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -94,6 +94,13 @@ def _check_arch(instance: object, attribute: attrs.Attribute[Any], value: object
         )
 
 
+def _version_of(compilation: NvccCompilation) -> str | None:
+    try:
+        return nvcc_version(compilation.nvcc)
+    except CudaCompilationError:
+        return None
+
+
 @attrs.frozen
 class NvccCompilation:
     """Build a CUDA ``ProgramSource`` into a fatbin with ``nvcc``.
@@ -104,6 +111,9 @@ class NvccCompilation:
         arch: the GPU architecture of the machine code (``sm_90``); the fatbin also holds the
             PTX of its compute capability, which newer GPUs' drivers compile.
         flags: the optimization flags (default ``DEFAULT_FLAGS``); the cache key records them.
+        nvcc_version: ``nvcc_version(nvcc)``, asked when the step is made (so that
+            fingerprinting it runs nothing); None when nvcc cannot run, which the first build
+            reports.
     """
 
     build_directory: str
@@ -111,6 +121,9 @@ class NvccCompilation:
     arch: str = attrs.field(default=DEFAULT_ARCH, validator=_check_arch)
     flags: tuple[str, ...] = attrs.field(default=DEFAULT_FLAGS, converter=tuple)
     accepts: SourceFormat = attrs.field(default=CUDA_SOURCE, init=False)
+    nvcc_version: str | None = attrs.field(
+        default=attrs.Factory(_version_of, takes_self=True), init=False, repr=False
+    )
 
     @property
     def command_flags(self) -> tuple[str, ...]:
@@ -123,11 +136,10 @@ class NvccCompilation:
 
     def __fingerprint__(self) -> object:
         # Not the build directory: where a build lands does not change what it is.
-        ensure_private_directory(self.build_directory)
         return (
             self.nvcc,
             self.command_flags,
-            nvcc_version(self.nvcc),
+            self.nvcc_version,
             package_version(),
             source_digest(sys.modules[__name__]),
         )
@@ -138,6 +150,8 @@ class NvccCompilation:
         Raises:
             CudaCompilationError: nvcc failed (its output, and where the source was kept).
         """
+        if self.nvcc_version is None:
+            nvcc_version(self.nvcc)  # raises, saying why
         key = fingerprint((self, source.text))[:24]
         name = f"{source.entry_point}.{key}.fatbin"
 
