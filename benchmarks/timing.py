@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-__all__ = ["TimedCall", "Timing", "paired_ratio", "time_calls", "time_in_rounds"]
+__all__ = ["Clock", "TimedCall", "Timing", "paired_ratio", "time_calls", "time_in_rounds"]
 
 
 @attrs.frozen
@@ -60,6 +60,12 @@ class Timing:
         return cls(statistics.median(seconds), min(seconds), max(seconds), len(seconds))
 
 
+#: What the timers read: seconds from an arbitrary start, never going back. The default,
+#: ``time.perf_counter``, is what a benchmark wants; a test passes a clock that the calls it
+#: times advance by set amounts, so that it can check the figures exactly on a busy machine.
+Clock = Callable[[], float]
+
+
 #: Calls shorter than this are timed in batches: around a single microsecond-scale call,
 #: the timer's own cost and a cold branch predictor would be part of the figure.
 MIN_SAMPLE_SECONDS = 200e-6
@@ -70,22 +76,23 @@ def time_calls(
     repeat: int,
     synchronize: Callable[[object], None] = lambda result: None,
     reference: Callable[[], object] | None = None,
+    clock: Clock = time.perf_counter,
 ) -> Timing:
-    """Time ``repeat`` samples of ``call`` with ``time.perf_counter``; each sample is the mean
+    """Time ``repeat`` samples of ``call`` with ``clock``; each sample is the mean
     of a batch of back-to-back calls lasting at least ``MIN_SAMPLE_SECONDS`` (one call when a
     call is that long already), as ``timeit`` does.
 
     ``synchronize(result)`` runs after every call inside the timed region, so that
     asynchronous devices (GPUs, JAX) are measured to completion, not to submission.
     ``reference``, when given, is called and timed on its own right before each sample; its
-    summary is the result's ``reference``.
+    summary is the result's ``reference``. ``clock`` reads seconds (see ``Clock``).
     """
-    batch = _batch_size(call, synchronize)
+    batch = _batch_size(call, synchronize, clock)
     seconds, reference_seconds = [], []
     for _ in range(max(repeat, 1)):
         if reference is not None:
-            reference_seconds.append(_duration(reference))
-        seconds.append(_batch_seconds(TimedCall(call, synchronize), batch))
+            reference_seconds.append(_duration(reference, clock))
+        seconds.append(_batch_seconds(TimedCall(call, synchronize), batch, clock))
     return _summary(seconds, reference_seconds)
 
 
@@ -106,13 +113,14 @@ def time_in_rounds(
     repeat: int,
     reference: Callable[[], object] | None = None,
     rounds: int = ROUNDS,
+    clock: Clock = time.perf_counter,
 ) -> list[Timing | Exception]:
     """Time ``repeat`` samples of each of ``calls``, in ``rounds`` rounds (fewer when
     ``repeat`` is smaller): each round takes its share of every call's samples, one call
     after another, in an order shuffled anew each round (seeded by the round's number, so
     that runs are alike: see the module's docstring for why). Samples are batched as in
     ``time_calls`` (each call's batch size calibrated once, before the first round), and
-    ``reference`` is timed right before every sample.
+    ``reference`` is timed right before every sample, all of it read on ``clock``.
 
     Returns, in the order of ``calls``, each call's timing, or the exception it raised: a
     call that raises is timed no further, and the others go on.
@@ -123,7 +131,7 @@ def time_in_rounds(
     batches: list[int] = []
     for index, timed in enumerate(calls):
         try:
-            batches.append(_batch_size(timed.call, timed.synchronize))
+            batches.append(_batch_size(timed.call, timed.synchronize, clock))
         except Exception as error:  # reported in the call's place
             batches.append(0)
             results[index] = error
@@ -138,8 +146,8 @@ def time_in_rounds(
             try:
                 while results[index] is None and len(seconds[index]) < target:
                     if reference is not None:
-                        reference_seconds[index].append(_duration(reference))
-                    seconds[index].append(_batch_seconds(calls[index], batches[index]))
+                        reference_seconds[index].append(_duration(reference, clock))
+                    seconds[index].append(_batch_seconds(calls[index], batches[index], clock))
             except Exception as error:  # reported in the call's place
                 results[index] = error
             if results[index] is None and len(seconds[index]) > start:
@@ -176,24 +184,26 @@ def _summary(seconds: list[float], reference_seconds: list[float]) -> Timing:
     return timing
 
 
-def _batch_seconds(timed: TimedCall, batch: int) -> float:
+def _batch_seconds(timed: TimedCall, batch: int, clock: Clock) -> float:
     """The mean time of one call in a batch of ``batch`` back-to-back calls."""
     call, synchronize = timed.call, timed.synchronize
-    start = time.perf_counter()
+    start = clock()
     for _ in range(batch):
         synchronize(call())
-    return (time.perf_counter() - start) / batch
+    return (clock() - start) / batch
 
 
-def _duration(call: Callable[[], object]) -> float:
-    start = time.perf_counter()
+def _duration(call: Callable[[], object], clock: Clock) -> float:
+    start = clock()
     call()
-    return time.perf_counter() - start
+    return clock() - start
 
 
-def _batch_size(call: Callable[[], object], synchronize: Callable[[object], None]) -> int:
+def _batch_size(
+    call: Callable[[], object], synchronize: Callable[[object], None], clock: Clock
+) -> int:
     """How many back-to-back calls make a sample of at least ``MIN_SAMPLE_SECONDS``."""
-    first = _duration(lambda: synchronize(call()))
+    first = _duration(lambda: synchronize(call()), clock)
     if first <= 0:
         return 1000
     batch = max(1, math.ceil(MIN_SAMPLE_SECONDS / first))
@@ -203,6 +213,6 @@ def _batch_size(call: Callable[[], object], synchronize: Callable[[object], None
             for _ in range(batch):
                 synchronize(call())
 
-        per_call = _duration(calibration) / batch
+        per_call = _duration(calibration, clock) / batch
         batch = max(1, math.ceil(MIN_SAMPLE_SECONDS / per_call)) if per_call > 0 else batch
     return batch

@@ -248,8 +248,16 @@ DACE_REPRESENTATIVE_CASES = frozenset({
 })
 
 
+# Single tests that take a minute on their own (cold cache, one worker): c_cpu compiles
+# ``where``'s program of all accepted literal combinations in about 60 s, against 2 s for
+# each other operation.
+SLOW_TESTS = frozenset({"test_literal_combinations_agree_with_numpy[c_cpu-where]"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
         callspec = getattr(item, "callspec", None)
         if callspec is None or "dace" not in str(callspec.params.get("dsl_backend", "")):
             continue
