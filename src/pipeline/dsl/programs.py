@@ -170,6 +170,9 @@ class _Definition:
     # The function run when called on embedded fields, with the globals captured on first
     # use (see ``with_captured_globals``).
     _frozen: list[Any] = attrs.field(factory=list, init=False, repr=False)
+    # The frontend's parameter names, kept from the first frontend output this object sees:
+    # keywords are bound by them without running the frontend step at every call.
+    _parameter_names: list[tuple[str, ...]] = attrs.field(factory=list, init=False, repr=False)
 
     kind = "program"
 
@@ -238,12 +241,25 @@ class _Definition:
         Raises:
             DSLError: the definition is not valid DSL (located in the user's source).
         """
-        return self._dispatcher.frontend(self.definition)
+        return self._remembered(self._dispatcher.frontend(self.definition))
+
+    def _remembered(self, program: CompilableProgram) -> CompilableProgram:
+        if not self._parameter_names:
+            self._parameter_names.append(tuple(STENCIL_CALLS.parameters(program)))
+        return program
+
+    def _parameters(self) -> tuple[str, ...]:
+        """The frontend's parameter names (the frontend runs on the first use only)."""
+        if not self._parameter_names:
+            self.frontend()
+        return self._parameter_names[0]
 
     def _lower(
         self, definition: ProgramDefinition, args: tuple[Any, ...]
     ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        return Lowered.of(self._dispatcher, definition, args)
+        lowered = Lowered.of(self._dispatcher, definition, args)
+        self._remembered(lowered.program)
+        return lowered
 
 
 @attrs.frozen(eq=False)
@@ -263,19 +279,18 @@ class Program(_Definition):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._bind(args, kwargs)
         dispatcher = self._dispatcher
         fast = dispatcher.fast
-        if fast is not None and not kwargs and not metrics.ACTIVE:
+        if fast is not None and not metrics.ACTIVE:
             result = fast(*args)
             if result is not NotImplemented:
                 return result
-        if kwargs:
-            args = self._bind(args, kwargs)
         return dispatcher.call(self.definition, args)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        names = [p.name for p in self.frontend().ir.params]
-        return bind_arguments(self.name, names, args, kwargs)
+        return bind_arguments(self.name, self._parameters(), args, kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered[ProgramDefinition, CompilableProgram]:
         """Frontend and translation for example ``args``: the IR and the generated source.
@@ -334,14 +349,13 @@ class FieldOperator(_Definition):
         # Tuple parameters are one parameter per component (t__0, t__1, ...).
         args = _flattened(args)
         if kwargs:
-            ir = self._dispatcher.frontend(definition).ir
             flat: dict[str, Any] = {}
             for key, value in kwargs.items():
                 if isinstance(value, tuple):
                     flat.update({f"{key}__{i}": v for i, v in enumerate(_flattened(value))})
                 else:
                     flat[key] = value
-            names = [p.name for p in ir.params if not p.name.startswith("__out")]
+            names = [n for n in self._parameters() if not n.startswith("__out")]
             args = bind_arguments(self.name, names, args, flat)
         return self._dispatcher.call(definition, (*args, *outputs))
 
