@@ -2205,6 +2205,32 @@ add("if_statements_and_keywords", branchy_program,
     branchy_reference, outputs=("o1", "o2", "o3", "o4"))
 
 
+@field_operator
+def branch_local(a: IJK, b: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        tmp = a * 2.0  # assigned in one branch only, and read in that branch only
+        result = tmp + b
+    else:
+        result = b
+    return result
+
+
+@program
+def branch_local_program(a: IJK, b: IJK, s1: float64, s2: float64, o1: IJK, o2: IJK):
+    branch_local(a, b, s1, out=o1[1:, :, :])
+    branch_local(a, b, s2, out=o2[:, :-1, :])
+
+
+def branch_local_reference(a, b, s1, s2, o1, o2):
+    o1[1:, :, :] = branch_local.function(a, b, s1)[1:, :, :]
+    o2[:, :-1, :] = branch_local.function(a, b, s2)[:, :-1, :]
+
+
+add("if_local_of_one_branch", branch_local_program,
+    arguments(a=F(), b=F(), s1=SCALAR(1.5), s2=SCALAR(-1.5), o1=OUT(), o2=OUT()),
+    branch_local_reference, outputs=("o1", "o2"))
+
+
 # =========================================================================== scans
 
 from pipeline.dsl import scan_operator  # noqa: E402

@@ -211,9 +211,32 @@ def with_keyword_twice(f: IJK) -> IJK:
 
 @field_operator
 def with_one_branch_local(f: IJK, s: float64) -> IJK:
-    if s > 0.0:  # E:one-branch
+    if s > 0.0:
         y = f
-    return y  # noqa: F821
+    return y  # E:one-branch  # noqa: F821
+
+
+@field_operator
+def with_one_branch_tuple_local(f: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        pair = f, f
+    else:
+        pass
+    g = f
+    return g + pair[0]  # E:one-branch-tuple
+
+
+@field_operator
+def with_one_branch_local_read_in_a_later_if(f: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        y = f
+    else:
+        g = f
+    if s > 1.0:
+        g = y  # E:one-branch-later
+    else:
+        g = f
+    return g
 
 
 @field_operator
@@ -305,7 +328,9 @@ CASES = [
     (with_bool_of_field, DSLTypeError, "E:bool-field", r"bool\(\) converts scalars only.*astype"),
     (with_unknown_keyword, DSLTypeError, "E:kw-unknown", r"identity_op\(\) has no parameter 'g'"),
     (with_keyword_twice, DSLTypeError, "E:kw-twice", r"got argument 'f' twice"),
-    (with_one_branch_local, DSLSyntaxError, "E:one-branch", r"'y' is assigned in only one branch"),
+    (with_one_branch_local, DSLNameError, "E:one-branch", r"'y' is read here but is assigned in only one branch of the `if` at line \d+"),
+    (with_one_branch_tuple_local, DSLNameError, "E:one-branch-tuple", r"'pair' is read here but is assigned in only one branch"),
+    (with_one_branch_local_read_in_a_later_if, DSLNameError, "E:one-branch-later", r"'y' is read here"),
     (with_one_branch_return, DSLSyntaxError, "E:one-return", r"both branches .* return or neither"),
     (with_init_mismatch, DSLTypeError, "E:scan-init", r"init of scan operator 'int_carry' value 0.5 does not match the carry's int32"),
     (with_return_mismatch, DSLTypeError, "E:scan-return", r"returns float32 but its carry is float64"),
