@@ -21,11 +21,13 @@ from typing import Any, TypeVar, cast, overload
 import attrs
 
 from pipeline import metrics
-from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments
+from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.frontend.parsing import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.types import Dimension
+from pipeline.errors import SourceError
 from pipeline.staged import Lowered
 
 __all__ = [
@@ -400,6 +402,23 @@ class ScanOperator(_Definition):
 
     def _scan_settings(self) -> ScanSettings:
         return self.settings
+
+    def frontend(self) -> CompilableProgram:
+        """A scan operator has no program of its own: it is compiled inside the field
+        operator or program that calls it, whose ``frontend()`` shows it.
+
+        Raises:
+            DSLError: the scan's definition is not valid DSL (located in the user's source).
+            TypeError: otherwise, saying so.
+        """
+        try:
+            parse_scan_operator(self.definition)
+        except SourceError as error:
+            raise user_facing(error) from None
+        raise TypeError(
+            f"scan operator {self.name!r} has no program of its own: it is compiled inside "
+            "the field operator or program that calls it; call frontend() on that one"
+        )
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
         out = _in_domain(out, domain)
