@@ -240,12 +240,19 @@ def with_one_branch_local_read_in_a_later_if(f: IJK, s: float64) -> IJK:
 
 
 @field_operator
-def with_one_branch_return(f: IJK, s: float64) -> IJK:
-    if s > 0.0:  # E:one-return
+def with_a_path_without_return(f: IJK, s: float64) -> IJK:
+    if s > 0.0:  # E:no-return
         return f
+    g = f  # noqa: F841
+
+
+@field_operator
+def with_a_nested_path_without_return(f: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        if s > 1.0:  # E:nested-no-return
+            return f
     else:
-        g = f
-    return g
+        return -f
 
 
 @field_operator
@@ -344,7 +351,8 @@ CASES = [
     (with_one_branch_local, DSLNameError, "E:one-branch", r"'y' is read here but is assigned in only one branch of the `if` at line \d+"),
     (with_one_branch_tuple_local, DSLNameError, "E:one-branch-tuple", r"'pair' is read here but is assigned in only one branch"),
     (with_one_branch_local_read_in_a_later_if, DSLNameError, "E:one-branch-later", r"'y' is read here"),
-    (with_one_branch_return, DSLSyntaxError, "E:one-return", r"both branches .* return or neither"),
+    (with_a_path_without_return, DSLSyntaxError, "E:no-return", r"when the condition of this `if` is false, 'with_a_path_without_return' reaches its end without a return"),
+    (with_a_nested_path_without_return, DSLSyntaxError, "E:nested-no-return", r"is false, 'with_a_nested_path_without_return' reaches its end without a return"),
     (with_float_condition, DSLTypeError, "E:float-if", r"an `if` condition must be a bool scalar, got a float64 scalar"),
     (with_one_value_unpacked, DSLTypeError, "E:unpack-one", r"one value unpacked into 3 name\(s\)"),
     (with_init_mismatch, DSLTypeError, "E:scan-init", r"init of scan operator 'int_carry' value 0.5 does not match the carry's int32"),

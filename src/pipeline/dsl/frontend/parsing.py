@@ -907,9 +907,11 @@ def _parse_block(
     value as a tuple of one), if the block returns.
 
     An ``if`` on a scalar becomes a choice per value: each local either branch assigns is
-    bound, after the ``if``, to ``SCALAR_CHOICE(cond, then-value, else-value)``; when both
-    branches return, so is each returned value. A branch that returns with no ``else``
-    makes the rest of the block its ``else``.
+    bound, after the ``if``, to ``SCALAR_CHOICE(cond, then-value, else-value)``. An ``if``
+    with a ``return`` anywhere in it continues each branch with the rest of ``statements``
+    (which holds the rest of the enclosing blocks too), so that both branches end where the
+    function does, and each returned value is such a choice. Statements after a ``return``
+    are unreachable and, as in Python, not run.
     """
     source = parser.source
     for index, statement in enumerate(statements):
@@ -925,12 +927,6 @@ def _parse_block(
                     DSLSyntaxError, "chained assignment (a = b = ...) is not supported", statement
                 )
             case ast.Return(value=value) if value is not None:
-                if index != len(statements) - 1:
-                    raise source.error(
-                        DSLSyntaxError,
-                        "statements after `return` are not allowed",
-                        statements[index + 1],
-                    )
                 result = parser.structured(value)
                 return result if isinstance(result, tuple) else (result,)
             case ast.If() if parser.in_scan:
@@ -942,8 +938,8 @@ def _parse_block(
                 )
             case ast.If(test=test, body=then, orelse=otherwise):
                 rest = statements[index + 1 :]
-                if _returns(then) and not otherwise:
-                    otherwise, rest = rest, []
+                if _has_return(then) or _has_return(otherwise):
+                    then, otherwise, rest = then + rest, otherwise + rest, []
                 return _parse_if(statement, parser.expr(test), then, otherwise, rest, parser, body)
             case ast.Pass():
                 continue
@@ -1035,14 +1031,9 @@ def _tuple_local(parser: _ExprParser, name: str, value: _Values) -> _Names:
     return components
 
 
-def _returns(statements: list[ast.stmt]) -> bool:
-    """Whether every path through ``statements`` ends with a ``return``."""
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, ast.If):
-        return _returns(last.body) and _returns(last.orelse)
-    return isinstance(last, ast.Return)
+def _has_return(statements: list[ast.stmt]) -> bool:
+    """Whether a ``return`` is among ``statements``, or in an ``if`` among them."""
+    return any(isinstance(node, ast.Return) for s in statements for node in ast.walk(s))
 
 
 def _bind(parser: _ExprParser, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -1090,14 +1081,14 @@ def _parse_if(
     parser.locals, parser.renames, parser.unbound = outer_locals, outer_renames, unbound
     then_results, else_results = branch_results
     if (then_results is None) != (else_results is None):
+        path = "false" if else_results is None else "true"
         raise source.error(
             DSLSyntaxError,
-            "either both branches of this `if` return or neither does",
+            f"when the condition of this `if` is {path}, {parser.function.__name__!r} reaches "
+            "its end without a return; return a value on that path too",
             statement,
         )
     if then_results is not None and else_results is not None:
-        if rest:
-            raise source.error(DSLSyntaxError, "statements after `return` are not allowed", rest[0])
         then_leaves, else_leaves = _leaves(then_results), _leaves(else_results)
         if len(then_leaves) != len(else_leaves):
             raise source.error(
