@@ -2205,6 +2205,78 @@ add("if_statements_and_keywords", branchy_program,
     branchy_reference, outputs=("o1", "o2", "o3", "o4"))
 
 
+@field_operator
+def branch_local(a: IJK, b: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        tmp = a * 2.0  # assigned in one branch only, and read in that branch only
+        result = tmp + b
+    else:
+        result = b
+    return result
+
+
+@program
+def branch_local_program(a: IJK, b: IJK, s1: float64, s2: float64, o1: IJK, o2: IJK):
+    branch_local(a, b, s1, out=o1[1:, :, :])
+    branch_local(a, b, s2, out=o2[:, :-1, :])
+
+
+def branch_local_reference(a, b, s1, s2, o1, o2):
+    o1[1:, :, :] = branch_local.function(a, b, s1)[1:, :, :]
+    o2[:, :-1, :] = branch_local.function(a, b, s2)[:, :-1, :]
+
+
+add("if_local_of_one_branch", branch_local_program,
+    arguments(a=F(), b=F(), s1=SCALAR(1.5), s2=SCALAR(-1.5), o1=OUT(), o2=OUT()),
+    branch_local_reference, outputs=("o1", "o2"))
+
+
+@field_operator
+def early_returns(a: IJK, b: IJK, s: float64) -> IJK:
+    if s > 2.0:
+        pass
+    else:
+        if s < -2.0:
+            return b  # a return in the else branch only, nested
+        x = a + 1.0
+        if s > 0.0:
+            if s > 1.0:
+                return x  # a return in a nested `if` whose enclosing block continues
+            x = x * 2.0
+        else:
+            return a - x
+        return x + b
+    if s > 3.0:
+        return a * 3.0
+    else:
+        return a
+    return b  # unreachable, as in Python
+
+
+@program
+def early_returns_program(a: IJK, b: IJK, s1: float64, s2: float64, s3: float64,
+                          s4: float64, s5: float64, s6: float64, o1: IJK, o2: IJK, o3: IJK,
+                          o4: IJK, o5: IJK, o6: IJK):
+    early_returns(a, b, s1, out=o1)
+    early_returns(a, b, s2, out=o2)
+    early_returns(a, b, s3, out=o3)
+    early_returns(a, b, s4, out=o4)
+    early_returns(a, b, s5, out=o5)
+    early_returns(a, b, s6, out=o6)
+
+
+def early_returns_reference(a, b, s1, s2, s3, s4, s5, s6, o1, o2, o3, o4, o5, o6):
+    for s, o in ((s1, o1), (s2, o2), (s3, o3), (s4, o4), (s5, o5), (s6, o6)):
+        o[...] = early_returns.function(a, b, s)
+
+
+add("if_returns_on_every_path", early_returns_program,
+    arguments(a=F(), b=F(), s1=SCALAR(3.5), s2=SCALAR(2.5), s3=SCALAR(1.5), s4=SCALAR(0.5),
+              s5=SCALAR(-1.0), s6=SCALAR(-3.0), o1=OUT(), o2=OUT(), o3=OUT(), o4=OUT(),
+              o5=OUT(), o6=OUT()),
+    early_returns_reference, outputs=("o1", "o2", "o3", "o4", "o5", "o6"))
+
+
 # =========================================================================== scans
 
 from pipeline.dsl import scan_operator  # noqa: E402

@@ -211,18 +211,61 @@ def with_keyword_twice(f: IJK) -> IJK:
 
 @field_operator
 def with_one_branch_local(f: IJK, s: float64) -> IJK:
-    if s > 0.0:  # E:one-branch
+    if s > 0.0:
         y = f
-    return y  # noqa: F821
+    return y  # E:one-branch  # noqa: F821
 
 
 @field_operator
-def with_one_branch_return(f: IJK, s: float64) -> IJK:
-    if s > 0.0:  # E:one-return
-        return f
+def with_one_branch_tuple_local(f: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        pair = f, f
+    else:
+        pass
+    g = f
+    return g + pair[0]  # E:one-branch-tuple
+
+
+@field_operator
+def with_one_branch_local_read_in_a_later_if(f: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        y = f
+    else:
+        g = f
+    if s > 1.0:
+        g = y  # E:one-branch-later
     else:
         g = f
     return g
+
+
+@field_operator
+def with_a_path_without_return(f: IJK, s: float64) -> IJK:
+    if s > 0.0:  # E:no-return
+        return f
+    g = f  # noqa: F841
+
+
+@field_operator
+def with_a_nested_path_without_return(f: IJK, s: float64) -> IJK:
+    if s > 0.0:
+        if s > 1.0:  # E:nested-no-return
+            return f
+    else:
+        return -f
+
+
+@field_operator
+def with_float_condition(f: IJK, s: float64) -> IJK:
+    if s:  # E:float-if
+        return f
+    return -f
+
+
+@field_operator
+def with_one_value_unpacked(f: IJK) -> tuple[IJK, IJK, IJK]:
+    a, b, c = 1  # E:unpack-one
+    return a
 
 
 Nested = tuple[IJK, tuple[IJK, IJK]]
@@ -305,8 +348,13 @@ CASES = [
     (with_bool_of_field, DSLTypeError, "E:bool-field", r"bool\(\) converts scalars only.*astype"),
     (with_unknown_keyword, DSLTypeError, "E:kw-unknown", r"identity_op\(\) has no parameter 'g'"),
     (with_keyword_twice, DSLTypeError, "E:kw-twice", r"got argument 'f' twice"),
-    (with_one_branch_local, DSLSyntaxError, "E:one-branch", r"'y' is assigned in only one branch"),
-    (with_one_branch_return, DSLSyntaxError, "E:one-return", r"both branches .* return or neither"),
+    (with_one_branch_local, DSLNameError, "E:one-branch", r"'y' is read here but is assigned in only one branch of the `if` at line \d+"),
+    (with_one_branch_tuple_local, DSLNameError, "E:one-branch-tuple", r"'pair' is read here but is assigned in only one branch"),
+    (with_one_branch_local_read_in_a_later_if, DSLNameError, "E:one-branch-later", r"'y' is read here"),
+    (with_a_path_without_return, DSLSyntaxError, "E:no-return", r"when the condition of this `if` is false, 'with_a_path_without_return' reaches its end without a return"),
+    (with_a_nested_path_without_return, DSLSyntaxError, "E:nested-no-return", r"is false, 'with_a_nested_path_without_return' reaches its end without a return"),
+    (with_float_condition, DSLTypeError, "E:float-if", r"an `if` condition must be a bool scalar, got a float64 scalar"),
+    (with_one_value_unpacked, DSLTypeError, "E:unpack-one", r"one value unpacked into 3 name\(s\)"),
     (with_init_mismatch, DSLTypeError, "E:scan-init", r"init of scan operator 'int_carry' value 0.5 does not match the carry's int32"),
     (with_return_mismatch, DSLTypeError, "E:scan-return", r"returns float32 but its carry is float64"),
     (with_field_point_value, DSLTypeError, "E:scan-field-param", r"parameter 'a' of a scan operator is a value at one point"),
@@ -337,6 +385,21 @@ def test_definition_errors_name_the_users_file_and_line(operator, error_type, ma
     assert error.filename == str(THIS_FILE)
     assert error.line == line_of(marker)
     assert error.source_line is not None and marker in error.source_line
+
+
+@pytest.mark.parametrize(("scan", "marker"), [(int_carry, "E:scan-init"),
+                                               (wrong_return, "E:scan-return")])
+def test_a_scan_operators_frontend_reports_the_errors_of_its_definition(scan, marker):
+    with pytest.raises(DSLTypeError) as info:
+        scan.frontend()
+    assert info.value.line == line_of(marker)
+    assert "tuple parameters" not in info.value.message and "program" not in info.value.message
+
+
+def test_a_valid_scan_operators_frontend_says_it_is_compiled_in_its_caller():
+    with pytest.raises(TypeError, match=r"scan operator 'running' has no program of its own.*"
+                                        r"call frontend\(\) on that one"):
+        running.frontend()
 
 
 def test_error_text_shows_the_source_line_and_a_caret():

@@ -30,7 +30,7 @@ from allocators import DeviceType  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.embedded import EmbeddedExecutable  # noqa: E402
 from pipeline import CachedStep, ProgramSource, SourceFormat, StageEvent, subscribe  # noqa: E402
-from pipeline.dsl import CompilableProgram  # noqa: E402
+from pipeline.dsl import CompilableProgram, field_operator, float64  # noqa: E402
 from pipeline.dsl.frontend.step import Frontend, default_passes, frontend_in_memory  # noqa: E402
 from pipeline.errors import CacheStoreError, StepOutputError  # noqa: E402
 from pipeline.staged import Compiled, Lowered  # noqa: E402
@@ -277,6 +277,39 @@ def test_lower_then_compile_gives_the_stages_and_a_callable_program(backend_name
     with subscribe(events.append):
         program(inp, out)
     assert events == []
+
+
+@field_operator
+def weighted_pair(pair: tuple[stencils.IJK, stencils.IJK], weight: float64) -> stencils.IJK:
+    first, second = pair
+    return first + weight * second
+
+
+def test_keyword_calls_of_a_compiled_program_run_no_stage():
+    program = stencils.lap.with_backend(backends.c_cpu)
+    inp, out = lap_arguments()
+    program.compile(inp, out)
+
+    events: list[StageEvent] = []
+    with subscribe(events.append):
+        program(inp, out=out)
+        program(out=out, inp=inp)
+    assert events == []
+    np.testing.assert_allclose(out, expected_lap(inp))
+
+
+def test_direct_keyword_calls_of_a_field_operator_bind_tuples_without_the_frontend():
+    operator = weighted_pair.with_backend(backends.c_cpu)
+    first, second = lap_arguments()[0], np.ones((10, 9, 6))
+    out = np.zeros((10, 9, 6))
+    operator(weight=2.0, pair=(first, second), out=out)
+    out[...] = 0.0
+
+    events: list[StageEvent] = []
+    with subscribe(events.append):
+        operator(weight=2.0, pair=(first, second), out=out)
+    assert events == []
+    np.testing.assert_allclose(out, first + 2.0 * second)
 
 
 def test_stage_events_say_which_cached_steps_answered(tmp_path):

@@ -21,11 +21,13 @@ from typing import Any, TypeVar, cast, overload
 import attrs
 
 from pipeline import metrics
-from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments
+from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.frontend.parsing import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.types import Dimension
+from pipeline.errors import SourceError
 from pipeline.staged import Lowered
 
 __all__ = [
@@ -170,6 +172,9 @@ class _Definition:
     # The function run when called on embedded fields, with the globals captured on first
     # use (see ``with_captured_globals``).
     _frozen: list[Any] = attrs.field(factory=list, init=False, repr=False)
+    # The frontend's parameter names, kept from the first frontend output this object sees:
+    # keywords are bound by them without running the frontend step at every call.
+    _parameter_names: list[tuple[str, ...]] = attrs.field(factory=list, init=False, repr=False)
 
     kind = "program"
 
@@ -238,12 +243,25 @@ class _Definition:
         Raises:
             DSLError: the definition is not valid DSL (located in the user's source).
         """
-        return self._dispatcher.frontend(self.definition)
+        return self._remembered(self._dispatcher.frontend(self.definition))
+
+    def _remembered(self, program: CompilableProgram) -> CompilableProgram:
+        if not self._parameter_names:
+            self._parameter_names.append(tuple(STENCIL_CALLS.parameters(program)))
+        return program
+
+    def _parameters(self) -> tuple[str, ...]:
+        """The frontend's parameter names (the frontend runs on the first use only)."""
+        if not self._parameter_names:
+            self.frontend()
+        return self._parameter_names[0]
 
     def _lower(
         self, definition: ProgramDefinition, args: tuple[Any, ...]
     ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        return Lowered.of(self._dispatcher, definition, args)
+        lowered = Lowered.of(self._dispatcher, definition, args)
+        self._remembered(lowered.program)
+        return lowered
 
 
 @attrs.frozen(eq=False)
@@ -263,19 +281,18 @@ class Program(_Definition):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._bind(args, kwargs)
         dispatcher = self._dispatcher
         fast = dispatcher.fast
-        if fast is not None and not kwargs and not metrics.ACTIVE:
+        if fast is not None and not metrics.ACTIVE:
             result = fast(*args)
             if result is not NotImplemented:
                 return result
-        if kwargs:
-            args = self._bind(args, kwargs)
         return dispatcher.call(self.definition, args)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        names = [p.name for p in self.frontend().ir.params]
-        return bind_arguments(self.name, names, args, kwargs)
+        return bind_arguments(self.name, self._parameters(), args, kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered[ProgramDefinition, CompilableProgram]:
         """Frontend and translation for example ``args``: the IR and the generated source.
@@ -334,14 +351,13 @@ class FieldOperator(_Definition):
         # Tuple parameters are one parameter per component (t__0, t__1, ...).
         args = _flattened(args)
         if kwargs:
-            ir = self._dispatcher.frontend(definition).ir
             flat: dict[str, Any] = {}
             for key, value in kwargs.items():
                 if isinstance(value, tuple):
                     flat.update({f"{key}__{i}": v for i, v in enumerate(_flattened(value))})
                 else:
                     flat[key] = value
-            names = [p.name for p in ir.params if not p.name.startswith("__out")]
+            names = [n for n in self._parameters() if not n.startswith("__out")]
             args = bind_arguments(self.name, names, args, flat)
         return self._dispatcher.call(definition, (*args, *outputs))
 
@@ -386,6 +402,23 @@ class ScanOperator(_Definition):
 
     def _scan_settings(self) -> ScanSettings:
         return self.settings
+
+    def frontend(self) -> CompilableProgram:
+        """A scan operator has no program of its own: it is compiled inside the field
+        operator or program that calls it, whose ``frontend()`` shows it.
+
+        Raises:
+            DSLError: the scan's definition is not valid DSL (located in the user's source).
+            TypeError: otherwise, saying so.
+        """
+        try:
+            parse_scan_operator(self.definition)
+        except SourceError as error:
+            raise user_facing(error) from None
+        raise TypeError(
+            f"scan operator {self.name!r} has no program of its own: it is compiled inside "
+            "the field operator or program that calls it; call frontend() on that one"
+        )
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
         out = _in_domain(out, domain)

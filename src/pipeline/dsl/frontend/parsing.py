@@ -309,6 +309,9 @@ class _ExprParser:
         self.locals: set[str] = set()
         # Inside a branch of an `if`, a local's current binding has a branch-private name.
         self.renames: dict[str, str] = {}
+        # Locals assigned in only one branch of an `if` (and not before it): the line of that
+        # `if`. Only a read of one is an error (Python's UnboundLocalError on the other path).
+        self.unbound: dict[str, int] = {}
         self.branches = 0
         self.private_names = 0
         # Tuple-valued names (a tuple parameter or carry, a tuple local): their component
@@ -326,7 +329,12 @@ class _ExprParser:
 
     # -- names -------------------------------------------------------------------------
     def resolve(self, node: ast.Name) -> object:
-        """The captured value of a global/closure name, or a Python builtin."""
+        """The captured value of a global/closure name, or a Python builtin.
+
+        Raises:
+            DSLNameError: the name is none of these, or a local that may have no value here.
+        """
+        self.check_bound(node.id, (node.id,), node)
         if node.id in self.captured:
             return self.captured[node.id]
         builtin = getattr(__import__("builtins"), node.id, _MISSING)
@@ -338,6 +346,19 @@ class _ExprParser:
             f"global of {self.function.__name__!r}",
             node,
         )
+
+    def check_bound(self, name: str, leaves: Sequence[str], node: ast.AST) -> None:
+        """Refuse a read of ``name`` (whose locals are ``leaves``) where one of them was
+        assigned in only one branch of an earlier `if`."""
+        lines = [self.unbound[leaf] for leaf in leaves if leaf in self.unbound]
+        if lines:
+            raise self.error(
+                DSLNameError,
+                f"{name!r} is read here but is assigned in only one branch of the `if` at line "
+                f"{lines[0]} and not before it, so on the other path it has no value; assign "
+                "it in both branches (or before the `if`)",
+                node,
+            )
 
     def resolve_constant(self, node: ast.expr) -> object:
         """Evaluate a Name/Attribute chain that refers to a global (e.g. ``np.pi``)."""
@@ -649,6 +670,7 @@ class _ExprParser:
             case ast.Tuple(elts=elements):
                 return tuple(self.structured(element) for element in elements)
             case ast.Name(id=name) if name in self.tuples:
+                self.check_bound(name, _name_leaves(self.tuples[name]), node)
                 return self._reads(self.tuples[name], loc)
             case ast.Subscript(value=base, slice=index_node) if (
                 _tuple_index(index_node) is not None
@@ -885,9 +907,11 @@ def _parse_block(
     value as a tuple of one), if the block returns.
 
     An ``if`` on a scalar becomes a choice per value: each local either branch assigns is
-    bound, after the ``if``, to ``SCALAR_CHOICE(cond, then-value, else-value)``; when both
-    branches return, so is each returned value. A branch that returns with no ``else``
-    makes the rest of the block its ``else``.
+    bound, after the ``if``, to ``SCALAR_CHOICE(cond, then-value, else-value)``. An ``if``
+    with a ``return`` anywhere in it continues each branch with the rest of ``statements``
+    (which holds the rest of the enclosing blocks too), so that both branches end where the
+    function does, and each returned value is such a choice. Statements after a ``return``
+    are unreachable and, as in Python, not run.
     """
     source = parser.source
     for index, statement in enumerate(statements):
@@ -903,12 +927,6 @@ def _parse_block(
                     DSLSyntaxError, "chained assignment (a = b = ...) is not supported", statement
                 )
             case ast.Return(value=value) if value is not None:
-                if index != len(statements) - 1:
-                    raise source.error(
-                        DSLSyntaxError,
-                        "statements after `return` are not allowed",
-                        statements[index + 1],
-                    )
                 result = parser.structured(value)
                 return result if isinstance(result, tuple) else (result,)
             case ast.If() if parser.in_scan:
@@ -920,8 +938,8 @@ def _parse_block(
                 )
             case ast.If(test=test, body=then, orelse=otherwise):
                 rest = statements[index + 1 :]
-                if _returns(then) and not otherwise:
-                    otherwise, rest = rest, []
+                if _has_return(then) or _has_return(otherwise):
+                    then, otherwise, rest = then + rest, otherwise + rest, []
                 return _parse_if(statement, parser.expr(test), then, otherwise, rest, parser, body)
             case ast.Pass():
                 continue
@@ -1013,14 +1031,9 @@ def _tuple_local(parser: _ExprParser, name: str, value: _Values) -> _Names:
     return components
 
 
-def _returns(statements: list[ast.stmt]) -> bool:
-    """Whether every path through ``statements`` ends with a ``return``."""
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, ast.If):
-        return _returns(last.body) and _returns(last.orelse)
-    return isinstance(last, ast.Return)
+def _has_return(statements: list[ast.stmt]) -> bool:
+    """Whether a ``return`` is among ``statements``, or in an ``if`` among them."""
+    return any(isinstance(node, ast.Return) for s in statements for node in ast.walk(s))
 
 
 def _bind(parser: _ExprParser, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -1029,6 +1042,7 @@ def _bind(parser: _ExprParser, names: tuple[str, ...]) -> tuple[str, ...]:
     targets = []
     for name in names:
         parser.locals.add(name)
+        parser.unbound.pop(name, None)
         if parser.branches:
             parser.private_names += 1
             parser.renames[name] = f"{name}__if{parser.private_names}"
@@ -1050,27 +1064,31 @@ def _parse_if(
     source = parser.source
     loc = source.location(statement.test)
     outer_locals, outer_renames = set(parser.locals), dict(parser.renames)
+    outer_unbound = dict(parser.unbound)
     branch_results: list[_Values | None] = []
     branch_names: list[dict[str, str]] = []
+    unbound: dict[str, int] = {}
     parser.branches += 1
     for block in (then, otherwise):
         parser.locals, parser.renames = set(outer_locals), dict(outer_renames)
+        parser.unbound = dict(outer_unbound)
         branch_results.append(_parse_block(block, parser, body))
         branch_names.append(
             {n: parser.renames.get(n, n) for n in parser.locals}
         )
+        unbound.update(parser.unbound)
     parser.branches -= 1
-    parser.locals, parser.renames = outer_locals, outer_renames
+    parser.locals, parser.renames, parser.unbound = outer_locals, outer_renames, unbound
     then_results, else_results = branch_results
     if (then_results is None) != (else_results is None):
+        path = "false" if else_results is None else "true"
         raise source.error(
             DSLSyntaxError,
-            "either both branches of this `if` return or neither does",
+            f"when the condition of this `if` is {path}, {parser.function.__name__!r} reaches "
+            "its end without a return; return a value on that path too",
             statement,
         )
     if then_results is not None and else_results is not None:
-        if rest:
-            raise source.error(DSLSyntaxError, "statements after `return` are not allowed", rest[0])
         then_leaves, else_leaves = _leaves(then_results), _leaves(else_results)
         if len(then_leaves) != len(else_leaves):
             raise source.error(
@@ -1103,12 +1121,8 @@ def _parse_if(
         if choices[0] == choices[1]:
             continue  # neither branch assigned it
         if None in choices:
-            raise source.error(
-                DSLSyntaxError,
-                f"{name!r} is assigned in only one branch of this `if` and not before it; "
-                "assign it in both branches (or before the `if`)",
-                statement,
-            )
+            parser.unbound[name] = statement.lineno
+            continue
         value = Call(SCALAR_CHOICE, tuple([condition, *(Ref(c) for c in choices)]), loc=loc)  # type: ignore[arg-type]
         body.append(Assign(_bind(parser, (name,)), value, loc=loc))
     return _parse_block(rest, parser, body)

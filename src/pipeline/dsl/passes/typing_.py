@@ -250,6 +250,12 @@ class _Typer:
                     "choose on scalars only. Choose per point with where(cond, a, b)",
                     expr.loc,
                 )
+            if condition is not None and condition.dtype != bool_:
+                raise _error(
+                    f"an `if` condition must be a bool scalar, got a {condition.dtype} scalar; "
+                    "compare it (x > 0.0) or pass a bool_ parameter",
+                    expr.loc,
+                )
             expr = attrs.evolve(expr, function="where")
             name = "where"
         if name == "where":
