@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -51,10 +53,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("the CUDA compiler nvcc is not installed (set $NVCC or put it on the PATH)")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Give the test run its own build cache, so no test reuses (or pollutes) the user's."""
-    import os  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
+def _private_test_cache() -> None:
+    """Give the test run its own build cache, so no test reuses (or pollutes) the user's.
 
+    Run when this file is imported: pytest imports the conftest files of the folders it was
+    given (tests/dsl's, which makes backends) before any ``pytest_configure`` hook runs.
+    """
     if not os.environ.get("STENCILFORGE_KEEP_TEST_CACHE"):
         os.environ["STENCILFORGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="stencilforge-test-cache-")
+
+
+_private_test_cache()
