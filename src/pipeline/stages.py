@@ -35,6 +35,7 @@ class Executable(Protocol):
     """What loading produces: a callable that runs the program on checked arguments.
 
     The contract (ADR 0011):
+
     - it receives one value per program parameter, positionally, in parameter order (the
       dispatcher binds keywords first);
     - it is called only for the compile-time signature it was built for, and only after the
