@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pipeline.caching import CacheStats, DiskStepCache, ensure_private_directory, make_private
+from pipeline.caching import DiskStepCache, ensure_private_directory, make_private
 from pipeline.config import (
     CACHE_SECRET_FILE_VARIABLE,
     CACHE_SECRET_VARIABLE,
@@ -48,6 +48,7 @@ from pipeline.config import (
     cache_secret,
 )
 from pipeline.errors import CacheDegradedWarning, CacheSecretError
+from pipeline.single_flight import CacheStats
 from pipeline.stages import CompiledArtifact
 
 __all__ = [
