@@ -38,7 +38,7 @@ except ImportError as error:
     raise shadowing from error
 
 from pipeline import metrics
-from pipeline.caching import CachedStep, DiskStepCache, MemoryStepCache, StepCache
+from pipeline.caching import CachedStep, DiskStepCache, StepCache
 from pipeline.dispatch import CallConvention, Dispatcher
 from pipeline.errors import (
     ArgumentError,
@@ -50,6 +50,7 @@ from pipeline.errors import (
 )
 from pipeline.events import StageEvent, StageSubscription, subscribe
 from pipeline.fingerprint import fingerprint
+from pipeline.memory_cache import MemoryStepCache
 from pipeline.runners import compile_many
 from pipeline.staged import Compiled, Lowered
 from pipeline.stages import (

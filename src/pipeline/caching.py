@@ -37,19 +37,18 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
-import cachetools
 import diskcache
 import filelock
 
 from pipeline.errors import CacheDegradedWarning, CacheStoreError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import code_digest, fingerprint
+from pipeline.memory_cache import MemoryStepCache
+from pipeline.single_flight import CacheStats, SingleFlightCache
 from pipeline.steps import Step, step_name
 
 __all__ = [
-    "CacheStats",
     "CachedStep",
     "DiskStepCache",
-    "MemoryStepCache",
     "StepCache",
     "ensure_private_directory",
     "make_private",
@@ -84,15 +83,6 @@ _MAGIC = b"stencilforge-entry-1\n"
 _SALT = (package_version(), sys.implementation.cache_tag, _MAGIC)
 
 
-@attrs.define
-class CacheStats:
-    """Counters of one cache: lookups that hit, that missed, and entries evicted as damaged."""
-
-    hits: int = 0
-    misses: int = 0
-    damaged: int = 0
-
-
 class StepCache(Protocol):
     """Storage for a ``CachedStep``.
 
@@ -115,61 +105,6 @@ class StepCache(Protocol):
             CacheStoreError: the computed value cannot be stored (not picklable, on disk).
         """
         ...
-
-
-class MemoryStepCache:
-    """An in-process LRU (``cachetools.LRUCache``), safe to share between threads.
-
-    Concurrent misses on one key in one process compute once.
-    """
-
-    strict = False
-
-    def __init__(self, maxsize: int = 128) -> None:
-        if maxsize < 1:
-            raise ValueError(f"maxsize must be at least 1, got {maxsize}")
-        self.stats = CacheStats()
-        self._entries: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)
-        self._lock = threading.Lock()
-        self._key_locks: dict[str, threading.Lock] = {}
-
-    def __repr__(self) -> str:
-        return f"MemoryStepCache(maxsize={self._entries.maxsize})"
-
-    def _lookup(self, key: str, validate: Callable[[Any], bool] | None) -> tuple[bool, Any]:
-        with self._lock:
-            if key not in self._entries:
-                return False, None
-            value = self._entries[key]
-            if validate is not None and not validate(value):
-                _log.warning(
-                    "evicting invalid in-memory cache entry %s; it will be recomputed", key
-                )
-                self.stats.damaged += 1
-                del self._entries[key]
-                return False, None
-            self.stats.hits += 1
-            return True, value
-
-    def get_or_compute(
-        self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
-    ) -> tuple[T, bool]:
-        hit, value = self._lookup(key, validate)
-        if hit:
-            return value, True
-        with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            hit, value = self._lookup(key, validate)
-            if hit:
-                return value, True
-            with self._lock:
-                self.stats.misses += 1
-            result = compute()
-            with self._lock:
-                self._entries[key] = result
-                self._key_locks.pop(key, None)
-            return result, False
 
 
 def ensure_private_directory(path: str | os.PathLike[str]) -> Path:
@@ -291,7 +226,7 @@ def make_private(path: str | os.PathLike[str]) -> None:
             continue
 
 
-class DiskStepCache:
+class DiskStepCache(SingleFlightCache):
     """A ``diskcache.Cache`` under a private directory, shared by threads and processes.
 
     Entries verify themselves (see the module docstring); a damaged store is moved aside and
@@ -302,8 +237,8 @@ class DiskStepCache:
     strict = True
 
     def __init__(self, directory: str | os.PathLike[str], *, lock_timeout: float = 600.0) -> None:
+        super().__init__()
         self.directory = ensure_private_directory(directory)
-        self.stats = CacheStats()
         self._lock_timeout = lock_timeout
         self._locks = self.directory / "locks"
         self._writable = os.access(self.directory, os.W_OK)
@@ -324,7 +259,7 @@ class DiskStepCache:
         return (_reopen, (str(self.directory), self._lock_timeout))
 
     @property
-    def _store(self) -> Path:
+    def _store_path(self) -> Path:
         return self.directory / "entries"
 
     def _open_store(self) -> diskcache.Cache | None:
@@ -336,15 +271,15 @@ class DiskStepCache:
             self._degrade(f"its store cannot be opened for writing ({error})")
             return None
         except sqlite3.DatabaseError as error:
-            aside = self._store.with_name(f"entries.damaged-{int(time.time())}-{os.getpid()}")
+            aside = self._store_path.with_name(f"entries.damaged-{int(time.time())}-{os.getpid()}")
             _log.warning(
                 "the cache store %s is damaged (%s: %s); moved aside to %s and recreated",
-                self._store,
+                self._store_path,
                 type(error).__name__,
                 error,
                 aside,
             )
-            self._store.rename(aside)
+            self._store_path.rename(aside)
             try:
                 return self._private_store()
             except sqlite3.DatabaseError as again:
@@ -358,14 +293,14 @@ class DiskStepCache:
         # count hits and misses; diskcache's own culling is off (the bound is the whole
         # cache's, builds included).
         entries = diskcache.Cache(
-            str(self._store),
+            str(self._store_path),
             disk=_PlainDisk,
             disk_min_file_size=2**31 - 1,
             eviction_policy="least-recently-used",
             cull_limit=0,
             statistics=True,
         )
-        make_private(self._store)
+        make_private(self._store_path)
         return entries
 
     def _degrade(self, reason: str) -> None:
@@ -390,7 +325,7 @@ class DiskStepCache:
             except sqlite3.DatabaseError as error:
                 self._recover(error)
                 return _MISSING
-        return _read_only_lookup(self._store, key)
+        return _read_only_lookup(self._store_path, key)
 
     def _recover(self, error: sqlite3.DatabaseError) -> None:
         with self._state_lock:
@@ -450,35 +385,23 @@ class DiskStepCache:
         with lock:
             yield
 
-    def get_or_compute(
-        self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None = None
-    ) -> tuple[T, bool]:
-        hit, value = self._lookup(key, validate)
-        if hit:
-            return value, True
-        with self._single_flight(key):
-            hit, value = self._lookup(key, validate)
-            if hit:
-                return value, True
-            self.stats.misses += 1
-            result = compute()
+    def _store(self, key: str, value: object) -> None:
+        try:
+            sealed = seal_entry(key, value)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            raise CacheStoreError(
+                f"{self!r} cannot store a {type(value).__module__}."
+                f"{type(value).__qualname__}: it cannot be pickled ({error}); return a "
+                "picklable artifact (attrs classes of plain values are), or cache the step "
+                "in memory with CachedStep.in_memory"
+            ) from error
+        if self._entries is not None and self._writable:
             try:
-                sealed = seal_entry(key, result)
-            except (pickle.PicklingError, TypeError, AttributeError) as error:
-                raise CacheStoreError(
-                    f"{self!r} cannot store a {type(result).__module__}."
-                    f"{type(result).__qualname__}: it cannot be pickled ({error}); return a "
-                    "picklable artifact (attrs classes of plain values are), or cache the step "
-                    "in memory with CachedStep.in_memory"
-                ) from error
-            if self._entries is not None and self._writable:
-                try:
-                    self._entries.set(key, sealed, retry=True)
-                except sqlite3.DatabaseError as error:
-                    self._recover(error)
-                except OSError as error:  # a value file on a full disk
-                    self._degrade(str(error))
-            return result, False
+                self._entries.set(key, sealed, retry=True)
+            except sqlite3.DatabaseError as error:
+                self._recover(error)
+            except OSError as error:  # a value file on a full disk
+                self._degrade(str(error))
 
     def clear(self) -> None:
         """Remove every entry."""

@@ -335,26 +335,24 @@ class Dispatcher(Generic[D, P]):
         dump = dump_directory()
         try:
             with subscribe(StageDump(dump)) if dump is not None else contextlib.nullcontext():
+                program, source = self._lower(concrete, args) if lowered is None else lowered
                 try:
-                    found = self._walk(concrete, args, lowered, artifact)
+                    found = self._load(concrete, program, source, artifact)
                 except DamagedArtifactError as error:
                     _log.warning("%s; rebuilding %s", error, concrete.definition.name)
-                    found = self._walk(concrete, args, lowered, None)
+                    found = self._load(concrete, program, source, None)
         except SourceError as error:
             raise user_facing(error) from None
         if metrics.enabled():
             metrics.record_compile(self._metrics_key, time.perf_counter() - start)
         return found
 
-    def _walk(
-        self,
-        concrete: ConcreteDefinition[D],
-        args: tuple[Any, ...],
-        lowered: tuple[P, object] | None,
-        artifact: object | None,
+    def _load(
+        self, concrete: ConcreteDefinition[D], program: P, source: object, artifact: object | None
     ) -> Specialization[P]:
+        """The rest of the walk from ``source``: compilation (unless ``artifact`` is its
+        output already) and loading, and the checks the executable is run behind."""
         pipeline = self.backend.pipeline
-        program, source = self._lower(concrete, args) if lowered is None else lowered
         artifact = pipeline.compile(source) if artifact is None else artifact
         executable = pipeline.load(artifact)
         fast_entry = getattr(executable, "fast_entry", None)

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from pipeline.caching import CacheStats, DiskStepCache, ensure_private_directory, make_private
+from pipeline.caching import DiskStepCache, ensure_private_directory, make_private
 from pipeline.config import (
     CACHE_SECRET_FILE_VARIABLE,
     CACHE_SECRET_VARIABLE,
@@ -48,6 +48,7 @@ from pipeline.config import (
     cache_secret,
 )
 from pipeline.errors import CacheDegradedWarning, CacheSecretError
+from pipeline.single_flight import CacheStats
 from pipeline.stages import CompiledArtifact
 
 __all__ = [
@@ -299,29 +300,49 @@ class SharedStepCache:
     def _compute_once(
         self, key: str, compute: Callable[[], T], validate: Callable[[T], bool] | None
     ) -> T:
-        token = None
+        """``key``'s value, computed here under the fleet's lock for it, unless the lock's
+        holder publishes the value first; the lock is released whatever happens."""
+        token, found = self._lock_or_wait(key, validate)
         try:
-            if self.remote is not None:
-                try:
-                    while (token := self.remote.acquire(key, self.lock_seconds)) is None:
-                        found = self._fetch(key, validate)  # built by the holder meanwhile?
-                        if found is not None:
-                            return found[0]
-                        time.sleep(self.poll_seconds)
-                    found = self._fetch(key, validate)  # the holder finished as we took it
-                    if found is not None:
-                        return found[0]
-                except RemoteUnavailable as error:
-                    self._degrade(str(error))
+            if token is not None:
+                found = self._fetch(key, validate)  # the holder finished as we took it
+            if found is not None:
+                return found[0]
             value = compute()
             self._publish(key, value)
             return value
         finally:
-            if token is not None and self.remote is not None:
-                try:
-                    self.remote.release(key, token)
-                except RemoteUnavailable as error:
-                    self._degrade(str(error))
+            if token is not None:
+                self._release(key, token)
+
+    def _lock_or_wait(
+        self, key: str, validate: Callable[[T], bool] | None
+    ) -> tuple[str | None, tuple[T] | None]:
+        """Take the fleet's lock for ``key`` (its token), or wait for its holder to publish
+        the value (then that value); neither when there is no fleet, or it stops answering."""
+        # Held here: a fetch that finds the fleet down drops ``self.remote``, and this
+        # store's next acquire then raises RemoteUnavailable, which ends the wait.
+        remote = self.remote
+        if remote is None:
+            return None, None
+        try:
+            while (token := remote.acquire(key, self.lock_seconds)) is None:
+                found = self._fetch(key, validate)  # built by the holder meanwhile?
+                if found is not None:
+                    return None, found
+                time.sleep(self.poll_seconds)
+        except RemoteUnavailable as error:
+            self._degrade(str(error))
+            return None, None
+        return token, None
+
+    def _release(self, key: str, token: str) -> None:
+        if self.remote is None:
+            return  # found down meanwhile: the lock expires after lock_seconds
+        try:
+            self.remote.release(key, token)
+        except RemoteUnavailable as error:
+            self._degrade(str(error))
 
     def _publish(self, key: str, value: object) -> None:
         if self.remote is None:

@@ -201,6 +201,26 @@ def test_a_redis_that_is_down_costs_one_warning_and_no_wait(tmp_path):
     assert cache.get_or_compute("k", lambda: 3) == (1, True)  # the local cache kept it
 
 
+def test_a_redis_that_goes_down_while_another_machine_holds_the_lock_degrades(tmp_path):
+    server = fakeredis.FakeServer()
+    fakeredis.FakeRedis(server=server).set("stencilforge:lock:k", "another machine's token")
+
+    class DownAfterTheLockIsRefused(fakeredis.FakeRedis):
+        def set(self, *args, **kwargs):
+            answer = super().set(*args, **kwargs)
+            server.connected = False
+            return answer
+
+    root = tmp_path / "a"
+    root.mkdir(mode=0o700)
+    remote = RedisStore(client=DownAfterTheLockIsRefused(server=server))
+    cache = SharedStepCache(DiskStepCache(root / "translations"), remote, root, secret=SECRET)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.get_or_compute("k", lambda: 1) == (1, False)
+    assert len([w for w in caught if "unavailable" in str(w.message)]) == 1
+
+
 # --------------------------------------------------------------------------- a real server
 
 
