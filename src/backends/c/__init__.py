@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
+from backends.c.compilation import CCompilation, artifact_is_intact
 from backends.c.launcher import Launcher
 from backends.c.loading import CLoading, CompiledProgram, DamagedArtifactError
 from backends.c.specialization import compile_time_args
@@ -20,6 +20,7 @@ from backends.c.translation import C_SOURCE, CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
 from backends.cache import cached_pipeline, step_cache, toolchain_directory
+from backends.clike.compiler import CompilationError
 from pipeline.caching import ensure_private_directory
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition

@@ -41,7 +41,7 @@ import attrs
 
 from allocators import DeviceType
 from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, content_hash
-from backends.c.compilation import compiler_identity
+from backends.clike.compiler import compiler_identity
 from backends.dace.translation import DACE_CONFIG_LOCK, SDFG_CPU, SDFG_CUDA, _dace_version
 from pipeline.caching import ensure_private_directory, package_version
 from pipeline.errors import UnsafeCacheDirectoryError
