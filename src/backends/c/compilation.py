@@ -24,7 +24,11 @@ from backends.build_cache import BuildCache, BuildSpace
 from backends.c import support, units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
-from backends.clike.compiler import CompilationError, compiler_identity
+from backends.clike.compiler import (
+    CompilationError,
+    compiler_identity,
+    made_again_where_unpickled,
+)
 from pipeline.caching import package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -128,10 +132,7 @@ class CCompilation:
         return (*REQUIRED_FLAGS, *self.flags, *self.extra_flags)
 
     def __reduce__(self) -> tuple[object, ...]:
-        # A step sent to a build worker is made again there: the identity is that of the
-        # compiler on the machine that builds.
-        arguments = {a.name: getattr(self, a.name) for a in attrs.fields(type(self)) if a.init}
-        return (_remade, (type(self), arguments))
+        return made_again_where_unpickled(self)
 
     def __fingerprint__(self) -> object:
         # Not the build directory: where a build lands does not change what it is, and a
@@ -245,10 +246,6 @@ class CCompilation:
         # cache's inventory, pruning and clearing are about programs.
         cache = BuildCache(Path(self.build_directory) / "support")
         return support.copy_into(workdir, cache, key, compile_object)
-
-
-def _remade(cls: type[CCompilation], arguments: dict[str, object]) -> CCompilation:
-    return cls(**arguments)  # type: ignore[arg-type]
 
 
 def _run_all(program: str, commands: list[list[str]]) -> None:

@@ -3,7 +3,9 @@
 ``compiler_identity(compiler)`` is what a build made with ``compiler`` depends on besides its
 flags and source: the compiler's ``--version`` banner and the CPU ``-march=native`` resolves
 to. Compilation steps ask it when they are made and keep it in their fingerprints
-(``backends.c``'s C programs, ``backends.dace``'s C++ builds).
+(``backends.c``'s C programs, ``backends.dace``'s C++ builds), so that fingerprinting a step
+runs nothing; ``made_again_where_unpickled`` makes such a step ask again on the machine it
+is sent to.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import platform
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 from pipeline.caching import make_private
 from pipeline.fingerprint import fingerprint, fingerprint_bytes
 
-__all__ = ["CompilationError", "compiler_identity"]
+__all__ = ["CompilationError", "compiler_identity", "made_again_where_unpickled"]
 
 _log = logging.getLogger(__name__)
 
@@ -110,3 +115,15 @@ def _ask_compiler(compiler: str) -> str:
         (line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), ""
     )
     return f"{banner.strip()} march={arch}"
+
+
+def made_again_where_unpickled(step: attrs.AttrsInstance) -> tuple[object, ...]:
+    """``step.__reduce__`` for a compilation step that asks its compiler when it is made:
+    unpickled (in a build worker), it is made again from its ``__init__`` arguments, so what
+    it keeps of the compiler is that of the machine that builds."""
+    arguments = {a.name: getattr(step, a.name) for a in attrs.fields(type(step)) if a.init}
+    return (_made_again, (type(step), arguments))
+
+
+def _made_again(cls: type[Any], arguments: dict[str, object]) -> object:
+    return cls(**arguments)
