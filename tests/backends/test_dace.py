@@ -934,6 +934,38 @@ def test_a_cpu_frame_needing_nothing_of_dace_runtime_builds_without_its_headers(
     assert commands and not any("dace_prewarm" in command for command in commands)
 
 
+@pytest.mark.parametrize("runtime_header", [False, True])
+def test_under_umask_000_a_dace_build_and_its_toolchain_hold_only_private_files(
+    tmp_path, monkeypatch, runtime_header
+):
+    """What DaCe and CMake write (the build folder, the libraries, the precompiled header,
+    configure results and recorded commands) is code that will be loaded or chooses it:
+    0600, or 0700 for directories and executables, whatever the umask."""
+    import stat  # noqa: PLC0415
+
+    from backends.dace import SDFGCompilation, compilation  # noqa: PLC0415  (optional package)
+
+    if runtime_header:  # the frame includes <dace/dace.h>: DaCe's precompiled header is built
+        monkeypatch.setattr(compilation, "light_frame", lambda code: None)
+    cache, toolchain = tmp_path / "cache", tmp_path / "toolchain"
+    previous = os.umask(0)
+    try:
+        step = SDFGCompilation(str(cache / "dace"), toolchain_directory=str(toolchain))
+        artifact = step(_hdiff_source())
+    finally:
+        os.umask(previous)
+    _hdiff_runs_like_numpy(artifact)
+    paths = [cache, toolchain, *cache.rglob("*"), *toolchain.rglob("*")]
+    assert any(p.name.endswith(".so") for p in paths)
+    assert any(p.name == "pch" for p in paths) == runtime_header
+    readable = {
+        str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.lstat().st_mode))
+        for p in paths
+        if not p.is_symlink() and stat.S_IMODE(p.lstat().st_mode) & 0o077
+    }
+    assert readable == {}
+
+
 def test_a_light_frame_that_does_not_compile_is_built_with_dace_runtime(
     tmp_path, monkeypatch, caplog
 ):

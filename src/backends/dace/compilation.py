@@ -14,7 +14,9 @@ the toolchain alone, keyed by DaCe on compiler, flags and CPU) lives in the
 of a program in a new cache directory replays the recorded commands with the precompiled
 header instead of configuring CMake and compiling the DaCe runtime headers again. Where the
 toolchain directory cannot be created (a read-only home), it falls back to ``shared/`` in the
-build directory. DaCe 2.0 would otherwise keep it under ``/dev/shm``.
+build directory. DaCe 2.0 would otherwise keep it under ``/dev/shm``. What DaCe and CMake
+write there is made private after each build (0600, 0700 for directories and executables,
+whatever the umask), as the published build folder is when it is published.
 
 A CPU frame that names nothing of DaCe's runtime (``light_frame``; hdiff, laplacian and most
 of the corpus with the default recipe) is compiled without ``<dace/dace.h>`` and without the
@@ -47,7 +49,7 @@ from backends.clike.compiler import (
     made_again_where_unpickled,
 )
 from backends.dace.translation import DACE_CONFIG_LOCK, SDFG_CPU, SDFG_CUDA, _dace_version
-from pipeline.caching import ensure_private_directory, package_version
+from pipeline.caching import ensure_private_directory, make_private, package_version
 from pipeline.errors import UnsafeCacheDirectoryError
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -274,6 +276,10 @@ class SDFGCompilation:
                     f"DaCe could not build {source.entry_point} ({type(error).__name__}: "
                     f"{error}); its build folder is kept in {folder}"
                 ) from error
+            finally:
+                # DaCe and CMake write with the process's umask; what they keep in the
+                # toolchain (precompiled header, recorded commands) chooses loaded code.
+                make_private(shared)
 
 
 #: What a unit that needs nothing of DaCe's runtime includes instead of ``<dace/dace.h>``:
