@@ -10,6 +10,9 @@ are authenticated with the fleet's secret, ``STENCILFORGE_CACHE_SECRET`` (the va
 ``STENCILFORGE_CACHE_SECRET_FILE`` (a file only its owner can read), and a URL without one is
 refused (``CacheSecretError``) when the first pipeline that would use it is made.
 
+``cached_pipeline`` composes a compiled backend's pipeline with its translation and
+compilation cached in the cache directory, in ``translations/`` and ``artifacts/``.
+
 ``STENCILFORGE_TOOLCHAIN_DIR`` overrides where what is built from a toolchain alone lives
 (DaCe's precompiled runtime header, CMake configure results and recorded build commands,
 keyed by DaCe on compiler, flags and CPU): per user and machine, not per cache directory, so
@@ -23,11 +26,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 
-from pipeline.caching import DiskStepCache, StepCache, ensure_private_directory
+from pipeline.caching import CachedStep, DiskStepCache, StepCache, ensure_private_directory
 from pipeline.config import (
     CACHE_DIR_VARIABLE,
     CACHE_SECRET_FILE_VARIABLE,
@@ -40,6 +45,9 @@ from pipeline.config import (
     toolchain_dir,
 )
 from pipeline.shared_cache import SharedStepCache, required_cache_secret, shared_store
+from pipeline.stages import CompiledArtifact, ProgramSource
+from pipeline.steps import Step
+from pipeline.workflow import CompilePipeline
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
@@ -50,6 +58,7 @@ __all__ = [
     "build_directories",
     "cache_directory",
     "cache_secret",
+    "cached_pipeline",
     "configured_cache_directory",
     "required_cache_secret",
     "shared_store",
@@ -144,3 +153,48 @@ def step_cache(
         return local
     secret = required_cache_secret(url) if secret is None else secret
     return SharedStepCache(local, shared_store(url), root, secret=secret)
+
+
+In = TypeVar("In")
+Prog = TypeVar("Prog")
+Exe = TypeVar("Exe")
+
+
+def cached_pipeline(
+    cache_directory: Path,
+    frontend: Step[In, Prog],
+    translation: Step[Prog, ProgramSource],
+    compilation: Step[ProgramSource, CompiledArtifact],
+    loading: Step[CompiledArtifact, Exe],
+    *,
+    validate: Callable[[CompiledArtifact], bool],
+    cache_url: str | None = None,
+    cache_secret: bytes | None = None,
+) -> CompilePipeline[In, Prog, ProgramSource, CompiledArtifact, Exe]:
+    """The pipeline of a compiled backend: ``translation`` and ``compilation`` cached on disk
+    (``step_cache``) in ``cache_directory / "translations"`` and ``cache_directory /
+    "artifacts"``, with the shared cache of ``cache_url`` behind them.
+
+    Args:
+        cache_directory: a private directory (``cache_directory()`` or the caller's own,
+            made private by the caller).
+        validate: checks a cached artifact before it is used (that the built files are
+            still intact).
+        cache_url: the shared cache (default ``STENCILFORGE_CACHE_URL``; ``""`` for none).
+        cache_secret: its secret (default from the environment, see ``step_cache``).
+
+    Raises:
+        CacheSecretError: a shared cache is named and there is no usable secret.
+    """
+    translations = step_cache(
+        cache_directory / "translations", cache_directory, cache_url, secret=cache_secret
+    )
+    artifacts = step_cache(
+        cache_directory / "artifacts", cache_directory, cache_url, secret=cache_secret
+    )
+    return CompilePipeline(
+        frontend=frontend,
+        translation=CachedStep(translation, translations),
+        compilation=CachedStep(compilation, artifacts, validate=validate),
+        loading=loading,
+    )

@@ -934,6 +934,38 @@ def test_a_cpu_frame_needing_nothing_of_dace_runtime_builds_without_its_headers(
     assert commands and not any("dace_prewarm" in command for command in commands)
 
 
+@pytest.mark.parametrize("runtime_header", [False, True])
+def test_under_umask_000_a_dace_build_and_its_toolchain_hold_only_private_files(
+    tmp_path, monkeypatch, runtime_header
+):
+    """What DaCe and CMake write (the build folder, the libraries, the precompiled header,
+    configure results and recorded commands) is code that will be loaded or chooses it:
+    0600, or 0700 for directories and executables, whatever the umask."""
+    import stat  # noqa: PLC0415
+
+    from backends.dace import SDFGCompilation, compilation  # noqa: PLC0415  (optional package)
+
+    if runtime_header:  # the frame includes <dace/dace.h>: DaCe's precompiled header is built
+        monkeypatch.setattr(compilation, "light_frame", lambda code: None)
+    cache, toolchain = tmp_path / "cache", tmp_path / "toolchain"
+    previous = os.umask(0)
+    try:
+        step = SDFGCompilation(str(cache / "dace"), toolchain_directory=str(toolchain))
+        artifact = step(_hdiff_source())
+    finally:
+        os.umask(previous)
+    _hdiff_runs_like_numpy(artifact)
+    paths = [cache, toolchain, *cache.rglob("*"), *toolchain.rglob("*")]
+    assert any(p.name.endswith(".so") for p in paths)
+    assert any(p.name == "pch" for p in paths) == runtime_header
+    readable = {
+        str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.lstat().st_mode))
+        for p in paths
+        if not p.is_symlink() and stat.S_IMODE(p.lstat().st_mode) & 0o077
+    }
+    assert readable == {}
+
+
 def test_a_light_frame_that_does_not_compile_is_built_with_dace_runtime(
     tmp_path, monkeypatch, caplog
 ):
@@ -995,10 +1027,59 @@ def test_a_gold_that_cannot_link_is_passed_over_and_the_build_still_links(
         step = attrs.evolve(
             backends.dace_cpu.pipeline.compilation.step, build_directory=str(tmp_path / "dace")
         )
-        assert step._linker_args() == ""
+        assert step.chosen_linker_args == ""
         _hdiff_runs_like_numpy(step(_hdiff_source()))
     finally:
         compilation.links_with_gold.cache_clear()
+
+
+def test_fingerprinting_a_dace_compilation_creates_nothing_and_runs_no_process(
+    tmp_path, monkeypatch
+):
+    """The compiler's identity and the probe of gold are asked when the step is made."""
+    from backends.clike.compiler import compiler_identity  # noqa: PLC0415
+    from backends.dace import SDFGCompilation, compilation  # noqa: PLC0415  (optional package)
+    from pipeline.fingerprint import fingerprint  # noqa: PLC0415
+
+    compiler_identity.cache_clear()  # a new process: nothing remembered
+    compilation.links_with_gold.cache_clear()
+    cpu = SDFGCompilation(str(tmp_path / "cache" / "dace"))
+    cuda = SDFGCompilation(str(tmp_path / "cache" / "dace"), device_type=DeviceType.CUDA)
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a fingerprint started a process: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    monkeypatch.setattr(subprocess, "run", no_process)
+    compiler_identity.cache_clear()
+    compilation.links_with_gold.cache_clear()
+    assert fingerprint(cpu) != fingerprint(cuda)
+    assert "march=" in (cpu.compiler_identity or "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dace_compilation_sent_to_a_worker_asks_that_machines_compiler(tmp_path):
+    import pickle  # noqa: PLC0415
+
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package)
+
+    step = SDFGCompilation(str(tmp_path / "dace"), extra_cpu_args="-funroll-loops")
+    travelled = pickle.loads(pickle.dumps(step))
+    assert travelled == step and "march=" in (travelled.compiler_identity or "")
+
+
+def test_a_cxx_that_could_not_run_when_the_step_was_made_is_named_at_its_first_build(
+    tmp_path, monkeypatch
+):
+    from backends.clike.compiler import CompilationError  # noqa: PLC0415
+    from backends.dace import SDFGCompilation  # noqa: PLC0415  (optional package)
+
+    monkeypatch.setenv("CXX", "/nonexistent/stencilforge-cxx")
+    step = SDFGCompilation(str(tmp_path / "dace"))
+    assert step.compiler_identity is None
+    with pytest.raises(CompilationError, match="stencilforge-cxx"):
+        step(_hdiff_source())
+    assert not (tmp_path / "dace").exists()
 
 
 def test_light_frames_replace_dace_runtime_unless_the_code_names_it():

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.c.compilation import CCompilation, CompilationError, artifact_is_intact
+from backends.c.compilation import CCompilation, artifact_is_intact
 from backends.c.launcher import Launcher
 from backends.c.loading import CLoading, CompiledProgram, DamagedArtifactError
 from backends.c.specialization import compile_time_args
 from backends.c.translation import C_SOURCE, CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
-from backends.cache import step_cache, toolchain_directory
-from pipeline.caching import CachedStep, ensure_private_directory
+from backends.cache import cached_pipeline, step_cache, toolchain_directory
+from backends.clike.compiler import CompilationError
+from pipeline.caching import ensure_private_directory
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
@@ -85,21 +86,18 @@ def c_cpu_pipeline(
         # Choice records are this machine's (their key names it): never shared over the URL.
         records = step_cache(cache_directory / "choices", cache_directory, "")
         translation = CTranslation(tuning=Tuning(compilation, records))
-    translations = step_cache(
-        cache_directory / "translations", cache_directory, cache_url, secret=cache_secret
+    launcher = Launcher(
+        str(toolchain_directory() / "c-launcher"),
+        str(cache_directory / "launcher"),
+        compilation.compiler,
     )
-    artifacts = step_cache(
-        cache_directory / "artifacts", cache_directory, cache_url, secret=cache_secret
-    )
-    return CompilePipeline(
-        frontend=shared_frontend,
-        translation=CachedStep(translation, translations),
-        compilation=CachedStep(compilation, artifacts, validate=artifact_is_intact),
-        loading=CLoading(
-            Launcher(
-                str(toolchain_directory() / "c-launcher"),
-                str(cache_directory / "launcher"),
-                compilation.compiler,
-            )
-        ),
+    return cached_pipeline(
+        cache_directory,
+        shared_frontend,
+        translation,
+        compilation,
+        CLoading(launcher),
+        validate=artifact_is_intact,
+        cache_url=cache_url,
+        cache_secret=cache_secret,
     )

@@ -12,11 +12,8 @@ that loads wrong.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import platform
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +24,12 @@ from backends.build_cache import BuildCache, BuildSpace
 from backends.c import support, units
 from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
-from pipeline.caching import make_private, package_version
+from backends.clike.compiler import (
+    CompilationError,
+    compiler_identity,
+    made_again_where_unpickled,
+)
+from pipeline.caching import package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
@@ -35,7 +37,6 @@ __all__ = [
     "GCC_TUNING",
     "REQUIRED_FLAGS",
     "CCompilation",
-    "CompilationError",
     "artifact_is_intact",
     "default_compiler",
     "is_gcc",
@@ -44,96 +45,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
-class CompilationError(RuntimeError):
-    """The C compiler failed; the message has its output and where the source was kept."""
-
-
 def default_compiler() -> str:
     """``$CC`` if set, else ``cc``."""
     return os.environ.get("CC") or "cc"
-
-
-def _machine_signature() -> str:
-    """What ``-march=native`` depends on: the CPU's model and feature flags (Linux), else
-    the platform's description."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            lines = [line for line in cpuinfo if line.startswith(("model name", "flags"))][:2]
-        return fingerprint_bytes("".join(lines).encode())
-    except OSError:
-        return platform.platform() + platform.processor()
-
-
-@functools.cache
-def compiler_identity(compiler: str, memo_directory: str | None = None) -> str:
-    """The compiler's ``--version`` banner and the CPU ``-march=native`` resolves to.
-
-    Asking the compiler costs tens of milliseconds, so with ``memo_directory`` the answer is
-    remembered in a file keyed by the compiler executable (path, size, modification time)
-    and the machine's CPU: a warm process then starts without running the compiler.
-
-    Raises:
-        CompilationError: the compiler cannot be run.
-    """
-    executable = shutil.which(compiler) or compiler
-    try:
-        info = os.stat(executable)
-        memo_key = fingerprint(
-            (os.path.realpath(executable), info.st_size, info.st_mtime_ns, _machine_signature())
-        )[:32]
-    except OSError:
-        memo_key = None
-    memo = (
-        Path(memo_directory) / f"compiler-{memo_key}.txt" if memo_directory and memo_key else None
-    )
-    if memo is not None:
-        try:
-            return memo.read_text()
-        except OSError:
-            pass
-    identity = _ask_compiler(compiler)
-    if memo is not None:
-        # Written in tmp/ first, where the sweep of stale builds finds what a kill leaves.
-        temporary = memo.parent / "tmp" / f"{memo.name}.{os.getpid()}.tmp"
-        try:
-            temporary.parent.mkdir(mode=0o700, exist_ok=True)
-            temporary.write_text(identity)
-            make_private(temporary)
-            os.replace(temporary, memo)
-        except OSError as error:  # the memo saves time; without it the answer still holds
-            _log.debug("not remembering the compiler's identity in %s: %s", memo, error)
-    return identity
-
-
-def _ask_compiler(compiler: str) -> str:
-    # Both questions at once: each is a compiler start-up, on the path of a cold first call.
-    try:
-        version = subprocess.Popen(
-            [compiler, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        target = subprocess.Popen(
-            [compiler, "-march=native", "-Q", "--help=target"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    except OSError as error:
-        raise CompilationError(
-            f"cannot run the C compiler {compiler!r} ({error}); install gcc or clang, or set "
-            "$CC to a working compiler"
-        ) from error
-    banner, version_errors = version.communicate()
-    march = target.communicate()[0]
-    if version.returncode != 0:
-        raise CompilationError(
-            f"cannot run the C compiler {compiler!r} (`{compiler} --version` exited with "
-            f"{version.returncode}: {version_errors.strip()[-400:]}); install gcc or clang, or "
-            "set $CC to a working compiler"
-        )
-    arch = next(
-        (line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), ""
-    )
-    return f"{banner.strip()} march={arch}"
 
 
 #: Flags for gcc only: they tune gcc's optimizer for the generated tile sweeps.
@@ -218,10 +132,7 @@ class CCompilation:
         return (*REQUIRED_FLAGS, *self.flags, *self.extra_flags)
 
     def __reduce__(self) -> tuple[object, ...]:
-        # A step sent to a build worker is made again there: the identity is that of the
-        # compiler on the machine that builds.
-        arguments = {a.name: getattr(self, a.name) for a in attrs.fields(type(self)) if a.init}
-        return (_remade, (type(self), arguments))
+        return made_again_where_unpickled(self)
 
     def __fingerprint__(self) -> object:
         # Not the build directory: where a build lands does not change what it is, and a
@@ -335,10 +246,6 @@ class CCompilation:
         # cache's inventory, pruning and clearing are about programs.
         cache = BuildCache(Path(self.build_directory) / "support")
         return support.copy_into(workdir, cache, key, compile_object)
-
-
-def _remade(cls: type[CCompilation], arguments: dict[str, object]) -> CCompilation:
-    return cls(**arguments)  # type: ignore[arg-type]
 
 
 def _run_all(program: str, commands: list[list[str]]) -> None:

@@ -36,8 +36,9 @@ import numpy as np
 
 from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verified_bytes
 from backends.c import launch_abi, launcher_source
-from backends.c.compilation import CompilationError, compiler_identity, default_compiler
+from backends.c.compilation import default_compiler
 from backends.c.launcher_source import LAUNCHER_C, LAUNCHER_MODULE
+from backends.clike.compiler import CompilationError, compiler_identity
 from pipeline.caching import ensure_private_directory
 from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import fingerprint, source_digest

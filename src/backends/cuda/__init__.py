@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.cache import step_cache
+from backends.cache import cached_pipeline
 from backends.cuda.compilation import (
     DEFAULT_ARCH,
     NvccCompilation,
@@ -21,7 +21,7 @@ from backends.cuda.compilation import (
 from backends.cuda.errors import CudaCompilationError, UnsupportedConstructError
 from backends.cuda.loading import CudaProgram, load_cuda
 from backends.cuda.translation import CUDA_SOURCE, CudaTranslation
-from pipeline.caching import CachedStep, ensure_private_directory
+from pipeline.caching import ensure_private_directory
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
@@ -68,11 +68,11 @@ def cuda_gpu_pipeline(
     cache_directory = ensure_private_directory(cache_directory)
     translation = translation or CudaTranslation()
     compilation = compilation or NvccCompilation(str(cache_directory / "cuda"), arch=arch)
-    translations = step_cache(cache_directory / "translations", cache_directory)
-    artifacts = step_cache(cache_directory / "artifacts", cache_directory)
-    return CompilePipeline(
-        frontend=shared_frontend,
-        translation=CachedStep(translation, translations),
-        compilation=CachedStep(compilation, artifacts, validate=cuda_artifact_is_intact),
-        loading=load_cuda,
+    return cached_pipeline(
+        cache_directory,
+        shared_frontend,
+        translation,
+        compilation,
+        load_cuda,
+        validate=cuda_artifact_is_intact,
     )

@@ -7,14 +7,15 @@ after the check cannot be run. Loading needs no GPU.
 
 Calls: the full path (``CudaProgram.__call__``, on arguments the dispatcher's
 ``ArgumentChecker`` accepted) checks what the kernels need of device arrays
-(``backends.cuda.checks``), then prepares the call's *signature*: the argument struct
-filled once (pointers, strides, scalars, domains), each kernel's grid, and the scratch
-buffers of scans. ``fast_entry`` (what ``Program.__call__`` tries first) reuses it when the
-same arrays arrive again, unchanged, on the same device, and returns ``NotImplemented``
-otherwise; a repeat call is then a comparison and one launch per stencil.
+(``backends.cuda.checks``), then prepares the call: the argument struct filled once
+(pointers, strides, scalars, domains), each kernel's grid, and the scratch buffers of scans,
+remembered by the arguments' signature (``backends.prepared_calls``). ``fast_entry`` (what
+``Program.__call__`` tries first) reuses it when the same arrays arrive again, unchanged, on
+the same device, and returns ``NotImplemented`` otherwise; a repeat call is then a
+comparison and one launch per stencil.
 
 A launch goes to the driver (``cuLaunchKernel`` through ``cupy.cuda.driver.launchKernel``)
-with the kernel's parameter block prepared with the signature: a pointer to the argument
+with the kernel's parameter block prepared with the call: a pointer to the argument
 struct. CuPy's ``Function.__call__`` converts its arguments on every launch, which cost
 5.6 us of an 8.7 us launch on the H200 (2.9-3.2 us through the driver).
 """
@@ -24,17 +25,17 @@ from __future__ import annotations
 import ctypes
 import importlib
 import threading
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 
 from backends.build_cache import verified_bytes
 from backends.cuda.checks import check_device_arguments
 from backends.cuda.interface import CudaInterface, KernelPlan
+from backends.prepared_calls import ArgumentSignature, PreparedCalls
 from pipeline.dsl.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.errors import DamagedArtifactError
@@ -44,7 +45,6 @@ __all__ = ["MAX_GRID_YZ", "CudaProgram", "grid_for", "load_cuda"]
 
 #: The most blocks along a grid's y and z axes; the kernels walk beyond in grid-stride loops.
 MAX_GRID_YZ = 65535
-_MEMO_SIZE = 8
 
 
 def _cupy() -> Any:
@@ -74,70 +74,37 @@ def grid_for(
     return grid, plan.block
 
 
-class _Signature:
-    """A prepared call: the filled argument struct, the launches, and what it was made for."""
+@attrs.frozen(eq=False)
+class _Launches:
+    """A prepared call: the filled argument struct and the launches.
 
-    __slots__ = ("arrays", "count", "device", "keep", "launches", "parameters", "record", "scalars")
+    Attributes:
+        record: the argument struct (one element), passed by value to every kernel.
+        launches: per non-empty stencil: the kernel's function handle, grid and block
+            (x, y, z each).
+        keep: the scan scratch buffers, alive as long as the prepared call.
+        parameters: the kernels' parameter block: one pointer, to ``record``.
+    """
 
-    def __init__(
-        self,
-        count: int,
-        device: int,
-        arrays: tuple[tuple[int, Callable[[], Any], Any, Any], ...],
-        scalars: tuple[tuple[int, Any], ...],
-        record: np.ndarray[Any, Any],
-        launches: tuple[tuple[int, int, int, int, int, int, int], ...],
-        keep: tuple[Any, ...],
-    ) -> None:
-        self.count = count
-        self.device = device
-        #: per field argument: position, weak reference, shape, strides
-        self.arrays = arrays
-        #: per scalar argument: position, value
-        self.scalars = scalars
-        #: the argument struct (one element), passed by value to every kernel
-        self.record = record
-        #: per non-empty stencil: the kernel's function handle, grid and block (x, y, z each)
-        self.launches = launches
-        #: the kernels' parameter block: one pointer, to ``record``
-        self.parameters = (ctypes.c_void_p * 1)(record.ctypes.data)
-        #: the scan scratch buffers, alive as long as the signature
-        self.keep = keep
-
-
-def _matches(signature: _Signature, args: tuple[Any, ...], device: int) -> bool:
-    if len(args) != signature.count or device != signature.device:
-        return False
-    for position, ref, shape, strides in signature.arrays:
-        array = args[position]
-        if ref() is not array or array.shape != shape or array.strides != strides:
-            return False
-    for position, value in signature.scalars:
-        given = args[position]
-        if type(given) is not type(value) or given != value:
-            return False
-    return True
-
-
-def _reference(value: Any) -> Callable[[], Any]:
-    try:
-        return weakref.ref(value)
-    except TypeError:  # no weak references: the signature serves only the call that made it
-        return _never
-
-
-def _never() -> None:
-    return None
+    record: np.ndarray[Any, Any]
+    launches: tuple[tuple[int, int, int, int, int, int, int], ...]
+    keep: tuple[Any, ...]
+    parameters: Any = attrs.field(
+        init=False,
+        default=attrs.Factory(
+            lambda self: (ctypes.c_void_p * 1)(self.record.ctypes.data), takes_self=True
+        ),
+    )
 
 
 class CudaProgram:
     """A loaded CUDA program (a ``SelfCheckingExecutable``).
 
-    ``fast_entry(*args)`` launches when ``args`` match a signature an earlier full call
-    prepared (same array objects, shapes and strides, same scalar values, same current
-    device) and returns ``NotImplemented`` otherwise. Calling the object runs arguments the
-    dispatcher's checks accepted: it checks the device arrays, prepares their signature and
-    launches. Launches go to CuPy's current stream and return without waiting, as CuPy's own
+    ``fast_entry(*args)`` launches when ``args`` match the signature of a call an earlier
+    full call prepared (same array objects, shapes, strides and dtypes, same scalar values,
+    same current device) and returns ``NotImplemented`` otherwise. Calling the object runs
+    arguments the dispatcher's checks accepted: it checks the device arrays, prepares the call
+    and launches. Launches go to CuPy's current stream and return without waiting, as CuPy's own
     operations do.
     """
 
@@ -153,8 +120,7 @@ class CudaProgram:
         self._dtype = interface.struct.numpy_dtype()
         #: per device: the loaded module and its kernels, by name
         self._modules: dict[int, tuple[Any, dict[str, Any]]] = {}
-        self._memo: OrderedDict[tuple[int, ...], _Signature] = OrderedDict()
-        self._last: _Signature | None = None
+        self._calls: PreparedCalls[_Launches] = PreparedCalls()
         self._lock = threading.Lock()
         self._get_device: Callable[[], int] | None = None
         #: CuPy's ``driver.launchKernel`` and ``get_current_stream``, set by the first call
@@ -165,26 +131,22 @@ class CudaProgram:
 
     # -- the fast path ------------------------------------------------------------------------
     def fast_entry(self, *args: Any) -> Any:
-        """Launch with a prepared signature, or return ``NotImplemented``."""
+        """Launch a call prepared for ``args``, or return ``NotImplemented``."""
         get_device = self._get_device
         if get_device is None:
             return NotImplemented
-        device = get_device()
-        signature = self._last
-        if signature is None or not _matches(signature, args, device):
-            signature = self._memo.get(tuple(map(id, args)))
-            if signature is None or not _matches(signature, args, device):
-                return NotImplemented
-            self._last = signature
-        self._launch(signature)
+        prepared = self._calls.find(args, get_device())
+        if prepared is None:
+            return NotImplemented
+        self._launch(prepared)
         return None
 
-    def _launch(self, signature: _Signature) -> None:
-        assert self._driver is not None  # set before the first signature is prepared
+    def _launch(self, prepared: _Launches) -> None:
+        assert self._driver is not None  # set before the first call is prepared
         launch, current_stream = self._driver
         stream = current_stream().ptr
-        parameters = ctypes.addressof(signature.parameters)
-        for function, gx, gy, gz, bx, by, bz in signature.launches:
+        parameters = ctypes.addressof(prepared.parameters)
+        for function, gx, gy, gz, bx, by, bz in prepared.launches:
             launch(function, gx, gy, gz, bx, by, bz, 0, stream, parameters, 0)
 
     # -- the full path ------------------------------------------------------------------------
@@ -197,9 +159,7 @@ class CudaProgram:
             self._get_device = cupy.cuda.runtime.getDevice
         device = int(cupy.cuda.runtime.getDevice())
         check_device_arguments(self.interface.ir, args, device, cupy)
-        signature = self._prepare(args, device, cupy)
-        self._launch(signature)
-        self._last = signature
+        self._launch(self._prepare(args, device, cupy))
 
     def _kernels(self, device: int, cupy: Any) -> dict[str, Any]:
         """The kernels loaded on ``device`` (the current one), loading the module once."""
@@ -211,7 +171,7 @@ class CudaProgram:
             loaded = self._modules[device] = (module, functions)
         return loaded[1]
 
-    def _prepare(self, args: Sequence[Any], device: int, cupy: Any) -> _Signature:
+    def _prepare(self, args: tuple[Any, ...], device: int, cupy: Any) -> _Launches:
         ir = self.interface.ir
         record = np.zeros(1, self._dtype)
         shapes: dict[str, tuple[int, ...]] = {}
@@ -253,23 +213,10 @@ class CudaProgram:
                     record[member] = int(buffer.data.ptr)
             (gx, gy, gz), (bx, by, bz) = config
             launches.append((int(kernels[plan.name].ptr), gx, gy, gz, bx, by, bz))
-        signature = _Signature(
-            len(args),
-            device,
-            tuple(
-                (i, _reference(args[i]), tuple(args[i].shape), tuple(args[i].strides))
-                for i in self._fields
-            ),
-            tuple((i, args[i]) for i in self._scalars),
-            record,
-            tuple(launches),
-            tuple(keep),
-        )
-        with self._lock:
-            self._memo[tuple(map(id, args))] = signature
-            while len(self._memo) > _MEMO_SIZE:
-                self._memo.popitem(last=False)
-        return signature
+        prepared = _Launches(record, tuple(launches), tuple(keep))
+        signature = ArgumentSignature.of(args, self._fields, self._scalars, context=device)
+        self._calls.remember(args, signature, prepared)
+        return prepared
 
 
 def load_cuda(artifact: CompiledArtifact, /) -> CudaProgram:

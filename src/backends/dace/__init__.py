@@ -11,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from allocators import DeviceType
-from backends.cache import step_cache, toolchain_directory
+from backends.cache import cached_pipeline, toolchain_directory
 from backends.dace.compilation import (
     SDFGCompilation,
     SDFGCompilationError,
@@ -23,7 +21,6 @@ from backends.dace.compilation import (
 from backends.dace.loading import SDFGProgram, load_sdfg, load_sdfg_gpu
 from backends.dace.recipe import Fusion, RowStorage, SDFGRecipe, Tasklets
 from backends.dace.translation import SDFG_CPU, SDFG_CUDA, SDFGTranslation
-from pipeline.caching import CachedStep
 from pipeline.errors import DamagedArtifactError
 from pipeline.workflow import CompilePipeline
 
@@ -46,24 +43,6 @@ __all__ = [
 ]
 
 
-def _sdfg_pipeline(
-    base: CompilePipeline[Any, Any, Any, Any, Any],
-    cache_directory: Path,
-    translation: SDFGTranslation,
-    compilation: SDFGCompilation,
-    loading: Any,
-) -> CompilePipeline[Any, Any, Any, Any, Any]:
-    # The shared cache (STENCILFORGE_CACHE_URL) carries DaCe's build folders as c_cpu's.
-    translations = step_cache(cache_directory / "translations", cache_directory)
-    artifacts = step_cache(cache_directory / "artifacts", cache_directory)
-    return attrs.evolve(
-        base,
-        translation=CachedStep(translation, translations),
-        compilation=CachedStep(compilation, artifacts, validate=sdfg_artifact_is_intact),
-        loading=loading,
-    )
-
-
 def dace_cpu_pipeline(
     base: CompilePipeline[Any, Any, Any, Any, Any],
     cache_directory: Path,
@@ -77,16 +56,7 @@ def dace_cpu_pipeline(
     folders under ``cache_directory / "dace"``, its machine-wide build cache in
     ``backends.cache.toolchain_directory()``); the frontend step object is ``base``'s.
     """
-    return _sdfg_pipeline(
-        base,
-        cache_directory,
-        translation or SDFGTranslation(),
-        compilation
-        or SDFGCompilation(
-            str(cache_directory / "dace"), toolchain_directory=str(toolchain_directory())
-        ),
-        load_sdfg,
-    )
+    return _sdfg_pipeline(base, cache_directory, DeviceType.CPU, translation, compilation)
 
 
 def dace_gpu_pipeline(
@@ -97,15 +67,27 @@ def dace_gpu_pipeline(
     compilation: SDFGCompilation | None = None,
 ) -> CompilePipeline[Any, Any, Any, Any, Any]:
     """Like ``dace_cpu_pipeline``, for CUDA: GPU maps over ``GPU_Global`` (CuPy) arrays."""
-    return _sdfg_pipeline(
-        base,
+    return _sdfg_pipeline(base, cache_directory, DeviceType.CUDA, translation, compilation)
+
+
+def _sdfg_pipeline(
+    base: CompilePipeline[Any, Any, Any, Any, Any],
+    cache_directory: Path,
+    device_type: DeviceType,
+    translation: SDFGTranslation | None,
+    compilation: SDFGCompilation | None,
+) -> CompilePipeline[Any, Any, Any, Any, Any]:
+    # The shared cache (STENCILFORGE_CACHE_URL) carries DaCe's build folders as c_cpu's.
+    return cached_pipeline(
         cache_directory,
-        translation or SDFGTranslation(device_type=DeviceType.CUDA),
+        base.frontend,
+        translation or SDFGTranslation(device_type=device_type),
         compilation
         or SDFGCompilation(
             str(cache_directory / "dace"),
-            device_type=DeviceType.CUDA,
+            device_type=device_type,
             toolchain_directory=str(toolchain_directory()),
         ),
-        load_sdfg_gpu,
+        load_sdfg if device_type == DeviceType.CPU else load_sdfg_gpu,
+        validate=sdfg_artifact_is_intact,
     )

@@ -14,7 +14,9 @@ the toolchain alone, keyed by DaCe on compiler, flags and CPU) lives in the
 of a program in a new cache directory replays the recorded commands with the precompiled
 header instead of configuring CMake and compiling the DaCe runtime headers again. Where the
 toolchain directory cannot be created (a read-only home), it falls back to ``shared/`` in the
-build directory. DaCe 2.0 would otherwise keep it under ``/dev/shm``.
+build directory. DaCe 2.0 would otherwise keep it under ``/dev/shm``. What DaCe and CMake
+write there is made private after each build (0600, 0700 for directories and executables,
+whatever the umask), as the published build folder is when it is published.
 
 A CPU frame that names nothing of DaCe's runtime (``light_frame``; hdiff, laplacian and most
 of the corpus with the default recipe) is compiled without ``<dace/dace.h>`` and without the
@@ -41,9 +43,13 @@ import attrs
 
 from allocators import DeviceType
 from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, content_hash
-from backends.c.compilation import compiler_identity
+from backends.clike.compiler import (
+    CompilationError,
+    compiler_identity,
+    made_again_where_unpickled,
+)
 from backends.dace.translation import DACE_CONFIG_LOCK, SDFG_CPU, SDFG_CUDA, _dace_version
-from pipeline.caching import ensure_private_directory, package_version
+from pipeline.caching import ensure_private_directory, make_private, package_version
 from pipeline.errors import UnsafeCacheDirectoryError
 from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
@@ -117,6 +123,22 @@ def links_with_gold(compiler: str) -> bool:
     return result.returncode == 0
 
 
+def _identity_of(compilation: SDFGCompilation) -> str | None:
+    try:
+        return compiler_identity(_cxx(), compilation.build_directory)
+    except CompilationError:
+        return None  # a compiler that cannot run is reported when the step is used
+
+
+def _chosen_linker_args(compilation: SDFGCompilation) -> str:
+    if compilation.linker_args is not None:
+        return compilation.linker_args
+    # gold links a library in half the time of the default linker (bfd): 0.05 against
+    # 0.1 s here, twice a CPU build (the program's library and DaCe's stub).
+    gold = compilation.device_type == DeviceType.CPU and links_with_gold(_cxx())
+    return "-fuse-ld=gold" if gold else ""
+
+
 @attrs.frozen
 class SDFGCompilation:
     """Build an SDFG with DaCe into the build cache.
@@ -130,9 +152,16 @@ class SDFGCompilation:
             loadable library needs, whatever these say).
         extra_cpu_args: added after ``cpu_args``, to tune the defaults rather than replace them.
         linker_args: flags of the link of the libraries (DaCe's ``compiler.linker.args``);
-            None: the gold linker for CPU builds where it is installed, else none.
+            None: the gold linker for CPU builds where it links, else none.
         toolchain_directory: where DaCe's machine-wide build cache lives (None: ``shared/``
             in ``build_directory``); advisory, so not part of the fingerprint.
+        compiler_identity: what the C++ compiler (``$CXX``, else ``c++``) says it is
+            (``backends.clike.compiler.compiler_identity``), asked when the step is made (an
+            ``attrs.evolve`` or an unpickling asks again), so that fingerprinting the step
+            runs nothing; None when the compiler cannot run, which the first build reports.
+        chosen_linker_args: ``linker_args``, or where it is None what the probe of gold
+            chose when the step was made.
+        dace_version: the installed DaCe's version, read when the step is made.
     """
 
     build_directory: str
@@ -142,11 +171,21 @@ class SDFGCompilation:
     cpu_args: str = attrs.field(factory=_default_cpu_args)
     extra_cpu_args: str = ""
     linker_args: str | None = None
+    compiler_identity: str | None = attrs.field(
+        default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
+    )
+    chosen_linker_args: str = attrs.field(
+        default=attrs.Factory(_chosen_linker_args, takes_self=True), init=False, repr=False
+    )
+    dace_version: str = attrs.field(factory=_dace_version, init=False, repr=False)
 
     @property
     def accepts(self) -> SourceFormat:
         """``sdfg`` for the compilation's device type."""
         return SDFG_CPU if self.device_type == DeviceType.CPU else SDFG_CUDA
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return made_again_where_unpickled(self)
 
     def __fingerprint__(self) -> object:
         # Not the build directory (see CCompilation's): a fleet shares builds by this key.
@@ -155,22 +194,26 @@ class SDFGCompilation:
             self.build_type,
             self.cpu_args,
             self.extra_cpu_args,
-            self._linker_args(),
-            compiler_identity(_cxx()),
-            _dace_version(),
+            self.chosen_linker_args,
+            self.compiler_identity,
+            self.dace_version,
             package_version(),
             source_digest(sys.modules[__name__]),
         )
 
-    def _linker_args(self) -> str:
-        if self.linker_args is not None:
-            return self.linker_args
-        # gold links a library in half the time of the default linker (bfd): 0.05 against
-        # 0.1 s here, twice a CPU build (the program's library and DaCe's stub).
-        gold = self.device_type == DeviceType.CPU and links_with_gold(_cxx())
-        return "-fuse-ld=gold" if gold else ""
-
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
+        """Build ``source`` with DaCe (or find its build) and publish it; its artifact.
+
+        Raises:
+            CompilationError: the C++ compiler could not run when the step was made.
+            SDFGCompilationError: DaCe's build failed (its build folder is kept).
+        """
+        if self.compiler_identity is None:
+            compiler_identity(_cxx())  # raises, saying why
+            raise CompilationError(
+                f"the C++ compiler {_cxx()!r} could not run when this compilation step was "
+                "made; make the step again (attrs.evolve) now that it runs"
+            )
         # The same BuildCache as c_cpu's: the same refusals, read-only and full-disk fallbacks.
         root = Path(self.build_directory)
         key = fingerprint((self, source.text))[:24]
@@ -221,7 +264,7 @@ class SDFGCompilation:
             Config.set(
                 "compiler", "cpu", "args", value=f"{self.cpu_args} {self.extra_cpu_args}".strip()
             )
-            Config.set("compiler", "linker", "args", value=self._linker_args())
+            Config.set("compiler", "linker", "args", value=self.chosen_linker_args)
             Config.set("default_build_folder", value=str(folder.parent))
             try:
                 if self.device_type == DeviceType.CPU:
@@ -233,6 +276,10 @@ class SDFGCompilation:
                     f"DaCe could not build {source.entry_point} ({type(error).__name__}: "
                     f"{error}); its build folder is kept in {folder}"
                 ) from error
+            finally:
+                # DaCe and CMake write with the process's umask; what they keep in the
+                # toolchain (precompiled header, recorded commands) chooses loaded code.
+                make_private(shared)
 
 
 #: What a unit that needs nothing of DaCe's runtime includes instead of ``<dace/dace.h>``:

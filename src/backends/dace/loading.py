@@ -7,15 +7,16 @@ process (DaCe refuses, or copies the file, when one path is loaded twice).
 Calls: the full path (``SDFGProgram.__call__``, on arguments the dispatcher's checks accepted,
 so with the same errors as every other backend) builds DaCe's argument vector (pointers,
 sizes, strides, domains and the mode of each stencil) and calls ``fast_call``. The vector is
-remembered per argument signature: ``fast_entry`` (what ``Program.__call__`` tries first)
-reuses it when the same arrays arrive again with unchanged shapes, strides and dtypes, and
-returns ``NotImplemented`` otherwise, so the dispatcher checks the new arguments. The full
-path tries ``fast_entry`` first too, so an executable called directly is as fast on a repeat
-call. A repeat call without DaCe call hooks enters the translation's packed entry with the
-signature's prepared argument words (one ctypes argument instead of one per SDFG argument).
+remembered per argument signature (``backends.prepared_calls``): ``fast_entry`` (what
+``Program.__call__`` tries first) reuses it when the same arrays arrive again with unchanged
+shapes, strides and dtypes, and returns ``NotImplemented`` otherwise, so the dispatcher
+checks the new arguments. The full path tries ``fast_entry`` first too, so an executable
+called directly is as fast on a repeat call. A repeat call without DaCe call hooks enters
+the translation's packed entry with the vector's prepared argument words (one ctypes
+argument instead of one per SDFG argument).
 
 Transients with external memory (CPU SDFGs): one buffer per loaded library, grown when a
-signature needs more, is handed to the SDFG's state whenever the running signature changes
+call needs more, is handed to the SDFG's state whenever the running argument vector changes
 (``_ExternalMemory``). The state is shared by every call of the library, so handing over and
 running happen under one lock.
 """
@@ -26,18 +27,18 @@ import ctypes
 import functools
 import json
 import threading
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 
 from allocators import DeviceType
 from backends.dace import naming
 from backends.dace.compilation import artifact_files, artifact_hash
 from backends.dace.naming import SDFGInterface
+from backends.prepared_calls import ArgumentSignature, PreparedCalls
 from pipeline.dsl.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError, DamagedArtifactError
@@ -52,7 +53,6 @@ _CTYPES: dict[str, Any] = {
     "int64": ctypes.c_int64,
     "bool": ctypes.c_bool,
 }
-_MEMO_SIZE = 8
 
 # Libraries loaded in this process, by path and content hash (a documented registry: a
 # library cannot be loaded twice, and its handle stays valid for the life of the process).
@@ -60,31 +60,25 @@ _loaded: dict[tuple[str, str], Any] = {}
 _loaded_lock = threading.Lock()
 
 
-class _Signature:
-    """A prepared argument vector and what it was prepared for."""
+@attrs.frozen(eq=False)
+class _ArgumentVector:
+    """A prepared call: DaCe's argument vector.
 
-    __slots__ = ("arrays", "callargs", "count", "initargs", "scalars", "words", "words_address")
+    Attributes:
+        callargs: the SDFG's arguments, in its order.
+        initargs: those of them its initialization takes (the free symbols).
+        words: ``callargs`` as 64-bit words, for the packed entry.
+        words_address: where ``words`` are (``ndarray.ctypes`` costs microseconds: read once).
+    """
 
-    def __init__(
-        self,
-        count: int,
-        arrays: tuple[tuple[int, Callable[[], Any], Any, Any, Any, bool], ...],
-        scalars: tuple[tuple[int, Any], ...],
-        callargs: tuple[Any, ...],
-        initargs: tuple[Any, ...],
-    ) -> None:
-        #: how many arguments the call had
-        self.count = count
-        #: per field argument: position, weak reference, shape, strides, dtype, written
-        self.arrays = arrays
-        #: per scalar argument: position, value
-        self.scalars = scalars
-        self.callargs = callargs
-        self.initargs = initargs
-        #: the call arguments as 64-bit words, for the packed entry, and their address
-        #: (``ndarray.ctypes`` costs microseconds: read once)
-        self.words = _words(callargs)
-        self.words_address: int = self.words.ctypes.data
+    callargs: tuple[Any, ...]
+    initargs: tuple[Any, ...]
+    words: np.ndarray = attrs.field(
+        init=False, default=attrs.Factory(lambda self: _words(self.callargs), takes_self=True)
+    )
+    words_address: int = attrs.field(
+        init=False, default=attrs.Factory(lambda self: self.words.ctypes.data, takes_self=True)
+    )
 
 
 def _words(callargs: tuple[Any, ...]) -> np.ndarray:
@@ -105,7 +99,7 @@ class _ExternalMemory:
     """The buffer behind a loaded SDFG's external transients, and the lock of its state.
 
     DaCe sizes and lays out external memory from the symbols (``initargs``), so the buffer
-    is handed over again when the signature changes. It is reused across calls: allocating
+    is handed over again when the argument vector changes. It is reused across calls: allocating
     the transients on every call page-faulted through all of them (about 100 MB for hdiff
     at 256x256x64).
     """
@@ -122,34 +116,35 @@ class _ExternalMemory:
                 "no functions to size or set it; delete the cache entry to rebuild it"
             )
         self._buffer: np.ndarray | None = None
-        #: the state and the signature the memory was last set for
-        self._current: tuple[int | None, _Signature] | None = None
+        #: the state and the argument vector the memory was last set for
+        self._current: tuple[int | None, _ArgumentVector] | None = None
 
-    def bind(self, handle: Any, signature: _Signature) -> None:
-        """Give the state at ``handle`` memory for ``signature`` (the caller holds ``lock``).
+    def bind(self, handle: Any, vector: _ArgumentVector) -> None:
+        """Give the state at ``handle`` memory for ``vector`` (the caller holds ``lock``).
 
         A new state (DaCe re-initializes after a failed call) gets it again too.
         """
-        current = (handle.value, signature)
+        current = (handle.value, vector)
         previous = self._current
-        if previous is not None and previous[0] == handle.value and previous[1] is signature:
+        if previous is not None and previous[0] == handle.value and previous[1] is vector:
             return
-        needed = int(self._size(handle, *signature.initargs))
+        needed = int(self._size(handle, *vector.initargs))
         if self._buffer is None or self._buffer.nbytes < needed:
             self._buffer = None  # the old buffer goes before the new one is allocated
             self._buffer = np.empty(max(needed, 64), np.uint8)
-        self._set(handle, ctypes.c_void_p(self._buffer.ctypes.data), *signature.initargs)
+        self._set(handle, ctypes.c_void_p(self._buffer.ctypes.data), *vector.initargs)
         self._current = current
 
 
 class SDFGProgram:
     """A loaded SDFG program.
 
-    ``fast_entry(*args)`` runs the program when ``args`` match a signature prepared by an
-    earlier full call (same array objects, shapes, strides, dtypes, scalar values), and
-    returns ``NotImplemented`` without touching memory otherwise (a ``SelfCheckingExecutable``:
-    the arguments were checked when the signature was prepared). Calling the object runs
-    arguments the dispatcher checked: it prepares their signature and runs.
+    ``fast_entry(*args)`` runs the program when ``args`` match the signature of an argument
+    vector an earlier full call prepared (same array objects, shapes, strides, dtypes, scalar
+    values), and returns ``NotImplemented`` without touching memory otherwise (a
+    ``SelfCheckingExecutable``: the arguments were checked when the vector was prepared).
+    Calling the object runs arguments the dispatcher checked: it prepares their vector and
+    runs.
     """
 
     def __init__(
@@ -179,9 +174,7 @@ class SDFGProgram:
         free = set(map(str, sdfg.free_symbols))
         self._init_positions = tuple(i for i, n in enumerate(self._order) if n in free)
         self._unit = dict(interface.unit_stride)
-        self._memo: OrderedDict[tuple[int, ...], _Signature] = OrderedDict()
-        self._lock = threading.Lock()
-        self._last: _Signature | None = None
+        self._calls: PreparedCalls[_ArgumentVector] = PreparedCalls()
         #: DaCe's entry function and library handle, once a call has initialized the SDFG
         self._entry: tuple[Callable[..., Any], Any] | None = None
         #: the translation's packed entry (``__sf_packed_<name>``), when the library has one
@@ -194,52 +187,48 @@ class SDFGProgram:
 
     # -- the fast path ---------------------------------------------------------------------
     def fast_entry(self, *args: Any) -> Any:
-        """Run with a prepared signature, or return ``NotImplemented``."""
-        # The signature of the previous call first: a repeat call skips building the key.
-        signature = self._last
-        if signature is None or not _matches(signature, args):
-            signature = self._memo.get(tuple(map(id, args)))
-            if signature is None or not _matches(signature, args):
-                return NotImplemented
-            self._last = signature
-        self._run(signature)
+        """Run the argument vector prepared for ``args``, or return ``NotImplemented``."""
+        vector = self._calls.find(args)
+        if vector is None:
+            return NotImplemented
+        self._run(vector)
         return None
 
-    def _run(self, signature: _Signature) -> None:
+    def _run(self, vector: _ArgumentVector) -> None:
         memory = self._memory
         if memory is None:
-            self._enter(signature)
+            self._enter(vector)
             return
         with memory.lock:
             if not self.compiled._initialized:
                 # DaCe initializes on the first call (as fast_call does: load, initialize);
                 # the memory must be set before the SDFG first runs.
                 self.compiled._lib.load()
-                self.compiled._initialize(signature.initargs)
-            memory.bind(self.compiled._libhandle, signature)
-            self._enter(signature)
+                self.compiled._initialize(vector.initargs)
+            memory.bind(self.compiled._libhandle, vector)
+            self._enter(vector)
 
-    def _enter(self, signature: _Signature) -> None:
+    def _enter(self, vector: _ArgumentVector) -> None:
         entry = self._entry
         if entry is not None and not _compiled_sdfg_hooks():
             if self._packed is not None:
-                self._packed(entry[1], signature.words_address)
+                self._packed(entry[1], vector.words_address)
             else:
-                entry[0](entry[1], *signature.callargs)
+                entry[0](entry[1], *vector.callargs)
         else:
-            self.compiled.fast_call(signature.callargs, signature.initargs)
+            self.compiled.fast_call(vector.callargs, vector.initargs)
             if self._entry is None:
                 self._entry = _initialized_entry(self.compiled)
 
     # -- the full path ---------------------------------------------------------------------
     def __call__(self, *args: Any) -> None:
         # The executable called directly is as fast as the program on a repeat call: the
-        # checks ran when the signature was prepared, and ``_matches`` holds them unchanged.
+        # checks ran when the vector was prepared, and its signature holds them unchanged.
         if self.fast_entry(*args) is None:
             return
         self._run(self._prepare(args))
 
-    def _prepare(self, args: Sequence[Any]) -> _Signature:
+    def _prepare(self, args: tuple[Any, ...]) -> _ArgumentVector:
         ir = self.interface.ir
         values: dict[str, Any] = {}
         for param, value in zip(ir.params, args, strict=True):
@@ -299,57 +288,17 @@ class SDFGProgram:
             for value in (values[name] for name in self._order)
         )
         initargs = tuple(callargs[i] for i in self._init_positions)
-        signature = _Signature(
-            len(args),
-            tuple(
-                (
-                    i,
-                    _reference(args[i]),
-                    args[i].shape,
-                    args[i].strides,
-                    args[i].dtype,
-                    # Only host arrays can be read-only; CuPy's have no such flag.
-                    i in self._written and isinstance(args[i], np.ndarray),
-                )
-                for i in self._fields
-            ),
-            tuple((i, args[i]) for i in self._scalars),
-            callargs,
-            initargs,
-        )
-        with self._lock:
-            self._memo[tuple(map(id, args))] = signature
-            while len(self._memo) > _MEMO_SIZE:
-                self._memo.popitem(last=False)
-        return signature
-
-
-def _matches(signature: _Signature, args: tuple[Any, ...]) -> bool:
-    """Whether ``args`` are the objects ``signature`` was prepared for, unchanged."""
-    if len(args) != signature.count:
-        return False
-    for position, ref, shape, strides, dtype, written in signature.arrays:
-        array = args[position]
-        if (
-            ref() is not array
-            or array.shape != shape
-            or array.strides != strides
-            or (array.dtype is not dtype and array.dtype != dtype)
-            or (written and not array.flags.writeable)
-        ):
-            return False
-    for position, value in signature.scalars:
-        given = args[position]
-        if type(given) is not type(value) or given != value:
-            return False
-    return True
+        vector = _ArgumentVector(callargs, initargs)
+        signature = ArgumentSignature.of(args, self._fields, self._scalars, written=self._written)
+        self._calls.remember(args, signature, vector)
+        return vector
 
 
 def _initialized_entry(compiled: Any) -> tuple[Callable[..., Any], Any] | None:
     """The entry function and handle of an initialized ``CompiledSDFG``, or ``None``.
 
     ``CompiledSDFG.fast_call`` wraps the same ctypes call in its call hooks and error
-    handling, about 1.3 us of a small call's 5; a repeat call with a prepared signature
+    handling, about 1.3 us of a small call's 5; a repeat call with a prepared vector
     calls the entry directly while no hook is registered. These are DaCe 2.0's attributes
     (the extra pins that version); without them every call goes through ``fast_call``.
     """
@@ -375,22 +324,6 @@ def _hook_registry() -> list[Any]:
 
     registry: list[Any] = getattr(dace.hooks, "_COMPILED_SDFG_CALL_HOOKS", [object()])
     return registry
-
-
-def _reference(value: Any) -> Callable[[], Any]:
-    """A weak reference to ``value``: a signature must not keep the user's arrays alive.
-
-    An object without weak references gets one that never matches, so its signature is
-    used only by the call that prepared it (the call holds the arrays while it runs).
-    """
-    try:
-        return weakref.ref(value)
-    except TypeError:
-        return _never
-
-
-def _never() -> None:
-    return None
 
 
 def _data_pointer(array: Any) -> int:

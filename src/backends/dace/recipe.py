@@ -155,14 +155,16 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
     if recipe.fusion == Fusion.TILED:
         from backends.dace.tiling import tile_stencils  # noqa: PLC0415  (imports DaCe)
 
-        return tile_stencils(dace, sdfg, recipe.tile_for)
+        fused = tile_stencils(dace, sdfg, recipe.tile_for)
+        _remove_unused_transients(dace, sdfg)
+        return fused
     if recipe.fusion != Fusion.OTF:
         return 0
     from backends.dace.otf import fuse_on_the_fly  # noqa: PLC0415  (imports DaCe)
 
     before = set(sdfg.arrays)
     applied = fuse_on_the_fly(dace, sdfg)
-    remove_unused_transients(dace, sdfg)
+    _remove_unused_transients(dace, sdfg)
     if recipe.tasklet_rows and recipe.row_storage == RowStorage.HEAP:
         return applied
     # Left to its default, a scalar in a sequential map's scope lands on the heap: allocated
@@ -177,7 +179,7 @@ def apply_recipe(dace: Any, sdfg: Any, recipe: SDFGRecipe) -> int:
     return applied
 
 
-def remove_unused_transients(dace: Any, sdfg: Any) -> None:
+def _remove_unused_transients(dace: Any, sdfg: Any) -> None:
     """Remove the transients of ``sdfg`` that no access node uses any more."""
     used = {
         node.data

@@ -17,8 +17,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from backends.dace.recipe import remove_unused_transients
-
 __all__ = ["tile_stencils"]
 
 
@@ -30,7 +28,8 @@ def tile_stencils(dace: Any, sdfg: Any, tile_for: Callable[[int], tuple[int, ...
     DaCe refuses keeps its maps and whole-domain transients (the ``NONE`` graph). The
     fused transients live on the stack of the tile's iteration; the tile map keeps the
     schedule of the maps it replaces, and a parallel one is collapsed over all its
-    dimensions (the tiles are the units of work).
+    dimensions (the tiles are the units of work). The whole-domain transients the fusion
+    replaced stay in ``sdfg.arrays``, unused, for the caller to remove.
     """
     from dace.sdfg.graph import SubgraphView  # noqa: PLC0415  (optional package)
     from dace.transformation.subgraph import (  # noqa: PLC0415  (optional package)
@@ -72,5 +71,4 @@ def tile_stencils(dace: Any, sdfg: Any, tile_for: Callable[[int], tuple[int, ...
         if schedule == dace.ScheduleType.CPU_Multicore:
             outer.collapse = len(outer.params)
         fused += 1
-    remove_unused_transients(dace, sdfg)
     return fused
