@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 import attrs
 import numpy as np
 
-from backends.c.codegen import StencilCode
 from backends.c.expressions import C_TYPES
 from backends.c.runtime import BOOL_TYPEDEF
+from backends.c.stencil_code import StencilCode
 from backends.c.units import join_units
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.types import FieldType, ScalarType, bool_

@@ -35,9 +35,10 @@ from collections.abc import Mapping
 import attrs
 import numpy as np
 
-from backends.c.codegen import StencilCode, _StencilGenerator
+from backends.c.codegen import _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.c.scratch import SCRATCH_C
+from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil

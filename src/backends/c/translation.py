@@ -20,15 +20,21 @@ from backends.c import (
     runtime,
     scratch,
     specialization,
+    stencil_code,
     streaming,
     sweeps,
+    tile_driver,
+    tile_function,
+    tile_plan,
+    tile_sweep,
     units,
     variants,
 )
 from backends.c.bindings import generate_module
-from backends.c.codegen import StencilCode, generate_stencil
+from backends.c.codegen import generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
 from backends.c.runtime import runtime_for
+from backends.c.stencil_code import StencilCode
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
@@ -57,8 +63,13 @@ _GENERATOR_VERSION = source_digest(
     runtime,
     scratch,
     specialization,
+    stencil_code,
     streaming,
     sweeps,
+    tile_driver,
+    tile_function,
+    tile_plan,
+    tile_sweep,
     units,
     variants,
     arguments,
