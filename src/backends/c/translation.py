@@ -22,6 +22,7 @@ from backends.c import (
     specialization,
     stencil_code,
     streaming,
+    sweep_blocks,
     sweeps,
     tile_driver,
     tile_function,
@@ -65,6 +66,7 @@ _GENERATOR_VERSION = source_digest(
     specialization,
     stencil_code,
     streaming,
+    sweep_blocks,
     sweeps,
     tile_driver,
     tile_function,
@@ -135,8 +137,8 @@ class CTranslation:
             are used; None: half this machine's last-level cache.
         sweep_block: in stencils that run scans, how many points of the innermost other
             dimension each step computes together; None: chosen per stencil from the rows
-            it reads and this machine's L1 data cache (``backends.c.sweeps.choose_block``;
-            the generated C says which).
+            it reads and this machine's L1 data cache
+            (``backends.c.sweep_blocks.choose_block``; the generated C says which).
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
             ``streaming_stores`` leave open (None), by measuring the candidates once per machine
             (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes the
