@@ -432,7 +432,9 @@ class _SweepGenerator(_StencilGenerator):
         dimension, each block's columns copied in, its passes, its outputs copied out."""
         axis, vector, loop_indent = frame.axis, frame.vector, frame.loop_indent
         outer = "            "
-        loops = [f"for (int64_t x_{d} = lo_{d}; x_{d} < hi_{d}; ++x_{d}) {{" for d in frame.parallel]
+        loops = [
+            f"for (int64_t x_{d} = lo_{d}; x_{d} < hi_{d}; ++x_{d}) {{" for d in frame.parallel
+        ]
         if vector:
             loops.append(
                 f"for (int64_t b_{vector} = lo_{vector}; b_{vector} < hi_{vector}; "
