@@ -23,13 +23,13 @@ from c_programs import stencils  # noqa: E402
 
 from backends.c import CCompilation  # noqa: E402
 from backends.c.bindings import argument_struct  # noqa: E402
-from backends.c.codegen import StencilCode  # noqa: E402
 from backends.c.measurement import (  # noqa: E402
     DROP_FACTOR,
     measurement_grid,
     measurement_source,
 )
 from backends.c.runtime import RUNTIME_C  # noqa: E402
+from backends.c.stencil_code import StencilCode  # noqa: E402
 from backends.c.tuning import MeasurementRequest, MeasureVariants  # noqa: E402
 from backends.c.variants import Choice, Variant  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402

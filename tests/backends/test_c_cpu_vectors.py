@@ -27,8 +27,8 @@ import allocators  # noqa: E402
 import backends  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_args  # noqa: E402
-from backends.c.codegen import STREAM_CHUNK  # noqa: E402
 from backends.c.streaming import STREAM_FENCE_C  # noqa: E402
+from backends.c.tile_sweep import STREAM_CHUNK  # noqa: E402
 from backends.c.vectors import VECTOR_C  # noqa: E402
 from pipeline.dsl import float64  # noqa: E402
 

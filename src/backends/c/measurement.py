@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 import attrs
 import numpy as np
 
-from backends.c.codegen import StencilCode
 from backends.c.expressions import C_TYPES
 from backends.c.runtime import BOOL_TYPEDEF
+from backends.c.stencil_code import StencilCode
 from backends.c.units import join_units
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.types import FieldType, ScalarType, bool_
@@ -193,8 +193,27 @@ def _main(
     dirty_bytes: int,
     clock: str,
 ) -> str:
-    dims = list(grid.sizes)
+    used = _used_fields(stencil)
     lines = [
+        *_preamble(codes, struct, clock),
+        "int main(int argc, char** argv) {",
+        "    const int rounds = argc > 1 ? atoi(argv[1]) : 5;",
+        "    sf_args a;",
+        "    memset(&a, 0, sizeof a);",
+    ]
+    lines += _fields(program, used, grid)
+    lines += _scalars(program)
+    lines += _candidates(codes, grid, dirty_bytes)
+    lines += _rounds(budget_seconds)
+    lines += _report()
+    lines += [f"    free(a.p_{name});" for name in used]
+    lines += ["    return 0;", "}"]
+    return "\n".join(lines)
+
+
+def _preamble(codes: Sequence[StencilCode], struct: Sequence[str], clock: str) -> list[str]:
+    """The headers, the argument struct, the candidates' declarations and the helpers."""
+    return [
         "#include <stdint.h>",
         "#include <stdio.h>",
         "#include <stdlib.h>",
@@ -209,12 +228,13 @@ def _main(
         *(f"{code.signature};" for code in codes),
         _VALUES,
         clock,
-        "int main(int argc, char** argv) {",
-        "    const int rounds = argc > 1 ? atoi(argv[1]) : 5;",
-        "    sf_args a;",
-        "    memset(&a, 0, sizeof a);",
     ]
-    used = _used_fields(stencil)
+
+
+def _fields(program: ProgramIR, used: Sequence[str], grid: MeasurementGrid) -> list[str]:
+    """Each field of ``used`` allocated on the grid (C-contiguous, aligned, huge pages
+    advised) and filled."""
+    lines = []
     for name in used:
         field = program.param(name).type
         assert isinstance(field, FieldType)
@@ -233,17 +253,32 @@ def _main(
             f"    sf_advise(a.p_{name}, sizeof({ctype}) * {count});",
             *_fill(name, ctype, np.dtype(field.dtype).kind, f"{count}LL"),
         ]
+    return lines
+
+
+def _scalars(program: ProgramIR) -> list[str]:
+    """A value for each scalar parameter: false, 1 for integers, 0.025 otherwise."""
+    lines = []
     for param in program.params:
         if isinstance(param.type, ScalarType):
             value = "0" if param.type.dtype == bool_ else (
                 "1" if np.dtype(param.type.dtype).kind in "iu" else "0.025"
             )
             lines.append(f"    a.sc_{param.name} = ({C_TYPES[param.type.dtype]}){value};")
+    return lines
+
+
+def _candidates(
+    codes: Sequence[StencilCode], grid: MeasurementGrid, dirty_bytes: int
+) -> list[str]:
+    """The domain, the candidates' table, the readings' arrays and the buffer of other
+    data, then each candidate's warm-up call."""
+    dims = list(grid.sizes)
     slots = max(1, len(dims))
     lows = ", ".join(str(grid.lower[d]) for d in dims) or "0"
     highs = ", ".join(str(grid.sizes[d] - grid.upper[d]) for d in dims) or "1"
     table = ", ".join(code.name for code in codes)
-    lines += [
+    return [
         f"    const int64_t lo[{slots}] = {{{lows}}}, hi[{slots}] = {{{highs}}};",
         f"    int (*const candidates[{len(codes)}])(const sf_args* restrict, const int64_t*, "
         f"const int64_t*) = {{{table}}};",
@@ -263,6 +298,13 @@ def _main(
         "        taken[c] = 0;",
         "        if (candidates[c](&a, lo, hi) != 0) return 3;  /* warm-up: threads, scratch */",
         "    }",
+    ]
+
+
+def _rounds(budget_seconds: float) -> list[str]:
+    """The timed rounds: each kept candidate once a round, in rotated order, after the
+    buffer of other data is written; after the first round, the slow ones are dropped."""
+    return [
         "    const double start = sf_clock(CLOCK_MONOTONIC);",
         "    for (int r = 0; r < rounds; ++r) {",
         "        for (int j = 0; j < count; ++j) {",
@@ -295,15 +337,18 @@ def _main(
         # Bounded: on a slow machine, fewer rounds (at least two).
         f"        if (r >= 1 && sf_clock(CLOCK_MONOTONIC) - start > {budget_seconds!r}) break;",
         "    }",
+    ]
+
+
+def _report() -> list[str]:
+    """Each candidate's best wall-clock time and median processor time, one line each."""
+    return [
         "    for (int c = 0; c < count; ++c)",
         "        cpu[c] = sf_median(samples + (size_t)c * (size_t)rounds, taken[c]);",
         "    free(samples);",
         "    free(dirty);",
         "    for (int c = 0; c < count; ++c) printf(\"%d %.9e %.9e\\n\", c, best[c], cpu[c]);",
     ]
-    lines += [f"    free(a.p_{name});" for name in used]
-    lines += ["    return 0;", "}"]
-    return "\n".join(lines)
 
 
 def measurement_source(

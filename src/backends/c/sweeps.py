@@ -30,52 +30,57 @@ block (``scratch.SCRATCH_C``). ADR 0014 records the measurements behind the layo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
 
-from backends.c.codegen import StencilCode, _StencilGenerator
+from backends.c.codegen import _StencilGenerator
 from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.c.scratch import SCRATCH_C
+from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
+from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
-from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
-from pipeline.dsl.passes.traversal import walk
+from pipeline.dsl.ir.nodes import ProgramIR, Scan, Stencil
 from pipeline.dsl.types import FieldType, float64
 
-__all__ = [
-    "BLOCKS",
-    "ROW_PAD",
-    "choose_block",
-    "generate_sweep",
-]
+__all__ = ["generate_sweep"]
 
-#: Points of the vector dimension per block, by default (``CTranslation.sweep_block=None``)
-#: the largest of these whose rows fit half the L1 data cache: each step of a pass touches
-#: one cache line of every row it reads per point of the block, for the 8 steps that line
-#: serves. More points give each step more independent chains (the carry update is a chain
-#: of dependent operations, a division in a tridiagonal solve); fewer keep the rows in L1.
-#: Measured on the 2-core Zen 4 (32 KiB L1d; 256x256x64, medians of 21 calls): the
-#: tridiagonal solve (4 rows a step) took 14.6 ms with 16 points, 13.7 with 32, 12.4 with
-#: 48, 9.7-9.8 with 64, 10.9 with 128; the vertical advection (6 rows) 18.1-18.2 with 16,
-#: 17.5-18.1 with 32, 20.9-22.5 with 64.
-BLOCKS = (64, 32, 16)
+@attrs.frozen
+class _Frame:
+    """Where a stencil's sweep runs and how its scans are numbered.
 
-#: Points added to each row of a block's buffers. Rows of 16, 32 or 64 doubles are 128 to
-#: 512 bytes apart, so the rows a column is copied into map to a quarter or less of the L1
-#: sets and evict each other; a row one cache line longer spreads them over all sets.
-#: Measured on the 2-core Zen 4 in a hand-written copy of the tridiagonal sweep (256x256x64,
-#: 32 points a block, medians of 15 beside the copy kernel): 11.4 ms with rows of 32, 9.5
-#: with 40, 9.6 with 36.
-ROW_PAD = 8
+    Attributes:
+        plan: the stencil's passes (``backends.loops.plan_sweeps``).
+        axis: the scan axis, swept in order.
+        vector: the innermost other dimension, cut into blocks whose points are the vector
+            loop inside each step (None: the outputs span only the axis).
+        parallel: the other dimensions, shared among OpenMP threads.
+        slot: a point's index in a block's carry arrays.
+        kept: a point's index in a block's buffers (``[axis][vector]``).
+        keys: the scans, in the order of their passes.
+        numbers: each scan's number, its carries' name (``c<n>_<i>``).
+    """
 
-def choose_block(rows: int, l1_bytes: int) -> int:
-    """The sweep block for a stencil whose passes read ``rows`` rows a step."""
-    for block in BLOCKS:
-        if rows * block * 64 <= l1_bytes // 2:
-            return block
-    return BLOCKS[-1]
+    plan: SweepPlan
+    axis: str
+    vector: str | None
+    parallel: tuple[str, ...]
+    slot: str
+    kept: str
+    keys: tuple[SweepKey, ...]
+    numbers: Mapping[SweepKey, int]
+
+    @property
+    def last(self) -> int:
+        """The last pass, which stores the outputs."""
+        return len(self.plan.phases) - 1
+
+    @property
+    def loop_indent(self) -> str:
+        """The indentation inside the loops over the parallel dimensions and blocks."""
+        return "            " + "    " * (len(self.parallel) + (1 if self.vector else 0))
 
 
 class _SweepGenerator(_StencilGenerator):
@@ -262,45 +267,82 @@ class _SweepGenerator(_StencilGenerator):
     def generate(self) -> StencilCode:
         plan = plan_sweeps(self.stencil)
         assert plan is not None
+        frame = self._frame(plan)
+        self._axis, self._vector, self._kept = frame.axis, frame.vector, frame.kept
+        self.buffered = self._choose_buffered(frame.axis, frame.vector)
+        self.staged = self._choose_staged(frame.axis, frame.vector)
+        passes = [
+            self._pass_steps(frame, phase, forward, phase_keys)
+            for phase, (forward, phase_keys) in enumerate(plan.phases)
+        ]
+        buffers = self._buffers(frame)
+        name = f"sf_stencil_{self.index}"
+        signature = (
+            f'__attribute__((visibility("hidden"))) int {name}'
+            "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
+        )
+        lines = [f"{signature} {{", *self._prologue(frame)]
+        lines += [f"    #pragma omp parallel if ({self._threaded(frame)})", "    {"]
+        lines += self._thread_buffers(buffers)
+        lines += self._blocks(frame, passes)
+        lines.append("        }")
+        lines += [
+            "        if (sf_owned) sf_scratch_free(sf_block);",
+            "    }",
+            "    return failed ? -1 : 0;",
+            "}",
+        ]
+        helpers = (SCRATCH_C, STREAM_FENCE_C, STREAM_STORES_C) if self.staged else (SCRATCH_C,)
+        return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
+
+    def _frame(self, plan: SweepPlan) -> _Frame:
+        """Where the sweep runs: the scan axis, the vector dimension, the parallel ones."""
         axis = plan.axis
-        others = [d for d in self.dims if d != axis]
+        others = tuple(d for d in self.dims if d != axis)
         vector = others[-1] if others else None
-        parallel = others[:-1]
         slot = f"x_{vector} - b_{vector}" if vector else "0"
-        kept = f"(x_{axis} - lo_{axis}) * {self.row} + {slot}"
-        self._axis, self._vector, self._kept = axis, vector, kept
-        self.buffered = self._choose_buffered(axis, vector)
-        self.staged = self._choose_staged(axis, vector)
         keys = [key for _, phase in plan.phases for key in phase]
-        numbers = {key: n for n, key in enumerate(keys)}
-        last = len(plan.phases) - 1
-        # Indentation: the loops over the parallel dimensions and blocks, a pass, a step.
-        loop_indent = "            " + "    " * (len(parallel) + (1 if vector else 0))
-        inner = loop_indent + "    "
+        return _Frame(
+            plan=plan,
+            axis=axis,
+            vector=vector,
+            parallel=others[:-1],
+            slot=slot,
+            kept=f"(x_{axis} - lo_{axis}) * {self.row} + {slot}",
+            keys=tuple(keys),
+            numbers={key: n for n, key in enumerate(keys)},
+        )
 
-        passes: list[tuple[bool, list[str], list[str]]] = []
-        for phase, (forward, phase_keys) in enumerate(plan.phases):
-            storage = PassStorage(plan, phase, numbers, kept, carry_index=slot)
-            body = ExpressionEmitter(
-                self.read, inner + "    ", scans=storage, index=lambda dim: f"x_{dim}"
-            )
-            for key in phase_keys:
-                body.sweep(Scan(key[0], key[1]))
-            stores = self._store_outputs(body) if phase == last else []
-            for sweep in body.sweeps:
-                n = numbers[sweep.key]
-                for i, value in enumerate(sweep.new_carry):
-                    stores.append(f"c{n}_{i}[{slot}] = {value};")
-                    if phase < last:
-                        stores.append(f"k{n}_{i}[{kept}] = {value};")
-            passes.append((forward, body.lines, stores))
+    def _pass_steps(
+        self, frame: _Frame, phase: int, forward: bool, phase_keys: Sequence[SweepKey]
+    ) -> tuple[bool, list[str], list[str]]:
+        """One pass's direction, and the body and stores of its step at a point: the new
+        carries (kept for later passes), and on the last pass the outputs."""
+        plan, numbers, slot, kept = frame.plan, frame.numbers, frame.slot, frame.kept
+        last = frame.last
+        storage = PassStorage(plan, phase, numbers, kept, carry_index=slot)
+        body = ExpressionEmitter(
+            self.read, frame.loop_indent + "        ", scans=storage, index=lambda dim: f"x_{dim}"
+        )
+        for key in phase_keys:
+            body.sweep(Scan(key[0], key[1]))
+        stores = self._store_outputs(body) if phase == last else []
+        for sweep in body.sweeps:
+            n = numbers[sweep.key]
+            for i, value in enumerate(sweep.new_carry):
+                stores.append(f"c{n}_{i}[{slot}] = {value};")
+                if phase < last:
+                    stores.append(f"k{n}_{i}[{kept}] = {value};")
+        return forward, body.lines, stores
 
+    def _buffers(self, frame: _Frame) -> list[tuple[str, str, str]]:
+        """The thread's buffers: (name, C type, elements): the carries, the buffered fields'
+        columns, the carries kept for later passes and the staged outputs."""
         carries = [
             (n, i, C_TYPES[param.type.dtype], key[0].init[i])
-            for key, n in numbers.items()
+            for key, n in frame.numbers.items()
             for i, param in enumerate(key[0].carry)
         ]
-        # The thread's buffers: (name, C type, elements).
         buffers = [(f"c{n}_{i}", ctype, str(self.block)) for n, i, ctype, _ in carries]
         for field, (lower, upper) in self.buffered.items():
             ctype = C_TYPES[self.program.param(field).type.dtype]
@@ -308,25 +350,31 @@ class _SweepGenerator(_StencilGenerator):
         buffers += [
             (f"k{n}_{i}", ctype, f"{self.row} * sf_levels")
             for n, i, ctype, _ in carries
-            if plan.phase_of(keys[n]) < last
+            if frame.plan.phase_of(frame.keys[n]) < frame.last
         ]
         for target in self.stencil.outputs:
             if target.name in self.staged:
                 ctype = C_TYPES[self.program.param(target.name).type.dtype]
                 buffers.append((f"o_{target.name}", ctype, f"{self.row} * sf_levels"))
-        name = f"sf_stencil_{self.index}"
-        signature = (
-            f'__attribute__((visibility("hidden"))) int {name}'
-            "(const sf_args* restrict a, const int64_t* lo, const int64_t* hi)"
-        )
-        lines = [f"{signature} {{"]
-        lines += [
+        return buffers
+
+    def _points(self) -> str:
+        return " * ".join(f"(hi_{d} - lo_{d})" for d in self.dims)
+
+    def _threaded(self, frame: _Frame) -> str:
+        """The condition for running on OpenMP threads: a large domain with more than a
+        column."""
+        return f"{self._points()} >= {self.parallel_min_points}" if frame.vector else "0"
+
+    def _prologue(self, frame: _Frame) -> list[str]:
+        """The domain's bounds, the unpacked arguments, the levels along the axis and, per
+        staged output, whether it is streamed."""
+        axis = frame.axis
+        lines = [
             f"    const int64_t lo_{d} = lo[{i}], hi_{d} = hi[{i}];"
             for i, d in enumerate(self.dims)
         ]
         lines += self._unpack()
-        points = " * ".join(f"(hi_{d} - lo_{d})" for d in self.dims)
-        threaded = f"{points} >= {self.parallel_min_points}" if others else "0"
         lines += [
             "    int failed = 0;",
             f"    const size_t sf_levels = (size_t)(hi_{axis} - lo_{axis});",
@@ -337,12 +385,17 @@ class _SweepGenerator(_StencilGenerator):
                 streams = (
                     "0"
                     if self.stream_min_bytes is None
-                    else f"(size_t)({points}) * sizeof({ctype}) >= "
+                    else f"(size_t)({self._points()}) * sizeof({ctype}) >= "
                     f"(size_t){self.stream_min_bytes}LL"
                 )
                 lines.append(f"    const int st_{target.name} = {streams}; (void)st_{target.name};")
-        lines += [f"    #pragma omp parallel if ({threaded})", "    {"]
-        lines += [
+        return lines
+
+    @staticmethod
+    def _thread_buffers(buffers: Sequence[tuple[str, str, str]]) -> list[str]:
+        """``buffers`` cut from the thread's scratch block, and the threads' agreement on
+        whether every one got its block (the work-sharing loop follows, if so)."""
+        lines = [
             f"        const size_t z_{buffer} = sf_round64(sizeof({ctype}) * {count});"
             for buffer, ctype, count in buffers
         ]
@@ -370,17 +423,27 @@ class _SweepGenerator(_StencilGenerator):
             "        failed_now = failed;",
             "        if (!failed_now) {",
         ]
+        return lines
+
+    def _blocks(
+        self, frame: _Frame, passes: Sequence[tuple[bool, list[str], list[str]]]
+    ) -> list[str]:
+        """The work-sharing loops over the parallel dimensions and the blocks of the vector
+        dimension, each block's columns copied in, its passes, its outputs copied out."""
+        axis, vector, loop_indent = frame.axis, frame.vector, frame.loop_indent
         outer = "            "
-        loops = [f"for (int64_t x_{d} = lo_{d}; x_{d} < hi_{d}; ++x_{d}) {{" for d in parallel]
+        loops = [
+            f"for (int64_t x_{d} = lo_{d}; x_{d} < hi_{d}; ++x_{d}) {{" for d in frame.parallel
+        ]
         if vector:
             loops.append(
                 f"for (int64_t b_{vector} = lo_{vector}; b_{vector} < hi_{vector}; "
                 f"b_{vector} += {self.block}) {{"
             )
+        lines = []
         if loops:
             lines.append(f"{outer}#pragma omp for collapse({len(loops)}) schedule(static)")
-        for depth, loop in enumerate(loops):
-            lines.append(f"{outer}{'    ' * depth}{loop}")
+        lines += [f"{outer}{'    ' * depth}{loop}" for depth, loop in enumerate(loops)]
         if vector:
             lines.append(
                 f"{loop_indent}const int64_t e_{vector} = b_{vector} + {self.block} < hi_{vector} "
@@ -389,24 +452,16 @@ class _SweepGenerator(_StencilGenerator):
             lines += self._copy_in(axis, vector, loop_indent)
         for phase, (forward, body_lines, stores) in enumerate(passes):
             lines += self._pass(
-                plan, phase, numbers, forward, body_lines, stores, axis, vector, loop_indent
+                frame.plan, phase, frame.numbers, forward, body_lines, stores, axis, vector,
+                loop_indent,
             )
         if vector:
             lines += self._copy_out(axis, vector, loop_indent)
-        for depth in reversed(range(len(loops))):
-            lines.append(f"{outer}{'    ' * depth}}}")
+        lines += [f"{outer}{'    ' * depth}}}" for depth in reversed(range(len(loops)))]
         if self.staged:
             # Non-temporal stores are weakly ordered: drained before the caller reads them.
             lines.append("            sf_stream_fence();")
-        lines.append("        }")
-        lines += [
-            "        if (sf_owned) sf_scratch_free(sf_block);",
-            "    }",
-            "    return failed ? -1 : 0;",
-            "}",
-        ]
-        helpers = (SCRATCH_C, STREAM_FENCE_C, STREAM_STORES_C) if self.staged else (SCRATCH_C,)
-        return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
+        return lines
 
     def _pass(
         self,
@@ -491,7 +546,7 @@ def generate_sweep(
         parallel_min_points=parallel_min_points,
         prefetch_distance=0,
     )
-    rows = _rows_read(program, stencil)
+    rows = rows_read(program, stencil)
     generator.block = block if block is not None else choose_block(rows, l1_bytes)
     generator.stream_min_bytes = streaming_min_bytes
     code = generator.generate()
@@ -500,26 +555,3 @@ def generate_sweep(
     )
     note = f"/* sweep block: {generator.block} points ({how}) */"
     return attrs.evolve(code, text=f"{note}\n{code.text}")
-
-
-def _rows_read(program: ProgramIR, stencil: Stencil) -> int:
-    """How many rows along the scan axis a step of the stencil reads: distinct field reads
-    apart from their offset along the axis (through locals)."""
-    plan = plan_sweeps(stencil)
-    assert plan is not None
-    definitions = {a.targets[0]: a.value for a in stencil.body}
-    rows: set[tuple[str, tuple[tuple[str, int], ...]]] = set()
-    seen: set[str] = set()
-    pending: list[Expr] = [*stencil.results]
-    pending += [arg for _, keys in plan.phases for key in keys for arg in key[1]]
-    while pending:
-        for node in walk(pending.pop()):
-            if not isinstance(node, Ref):
-                continue
-            if node.name in definitions:
-                if node.name not in seen:
-                    seen.add(node.name)
-                    pending.append(definitions[node.name])
-            elif isinstance(program.param(node.name).type, FieldType):
-                rows.add((node.name, tuple(o for o in node.offsets if o[0] != plan.axis)))
-    return max(1, len(rows))

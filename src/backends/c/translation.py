@@ -20,15 +20,22 @@ from backends.c import (
     runtime,
     scratch,
     specialization,
+    stencil_code,
     streaming,
+    sweep_blocks,
     sweeps,
+    tile_driver,
+    tile_function,
+    tile_plan,
+    tile_sweep,
     units,
     variants,
 )
 from backends.c.bindings import generate_module
-from backends.c.codegen import StencilCode, generate_stencil
+from backends.c.codegen import generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
 from backends.c.runtime import runtime_for
+from backends.c.stencil_code import StencilCode
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
 from backends.loops import plan_sweeps
@@ -57,8 +64,14 @@ _GENERATOR_VERSION = source_digest(
     runtime,
     scratch,
     specialization,
+    stencil_code,
     streaming,
+    sweep_blocks,
     sweeps,
+    tile_driver,
+    tile_function,
+    tile_plan,
+    tile_sweep,
     units,
     variants,
     arguments,
@@ -124,8 +137,8 @@ class CTranslation:
             are used; None: half this machine's last-level cache.
         sweep_block: in stencils that run scans, how many points of the innermost other
             dimension each step computes together; None: chosen per stencil from the rows
-            it reads and this machine's L1 data cache (``backends.c.sweeps.choose_block``;
-            the generated C says which).
+            it reads and this machine's L1 data cache
+            (``backends.c.sweep_blocks.choose_block``; the generated C says which).
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
             ``streaming_stores`` leave open (None), by measuring the candidates once per machine
             (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes the

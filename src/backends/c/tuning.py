@@ -36,7 +36,7 @@ import attrs
 import filelock
 
 from backends.build_cache import BuildCache, BuildSpace
-from backends.c import codegen, measurement
+from backends.c import codegen, measurement, tile_driver, tile_function, tile_plan, tile_sweep
 from backends.c.bindings import argument_struct
 from backends.c.codegen import generate_stencil
 from backends.c.compilation import CCompilation
@@ -53,6 +53,15 @@ from pipeline.fingerprint import source_digest
 __all__ = ["SHARED_SCOPE", "MeasureVariants", "MeasurementRequest", "MeasurementWarning", "Tuning"]
 
 _log = logging.getLogger(__name__)
+
+
+def _generator_digest() -> str:
+    """A digest of the code that generates and times the candidates (a choice made by other
+    code is measured again)."""
+    return source_digest(
+        codegen, tile_plan, tile_sweep, tile_function, tile_driver, measurement,
+        sys.modules[__name__],
+    )
 
 
 class MeasurementWarning(RuntimeWarning):
@@ -89,7 +98,7 @@ class MeasurementRequest:
                 self.scope,
                 self.variants,
                 self.machine,
-                source_digest(codegen, measurement, sys.modules[__name__]),
+                _generator_digest(),
             )
         return (self.program, self.stencil, self.variants, self.text, self.grid, self.machine)
 
@@ -206,7 +215,7 @@ class Tuning:
         return (
             MeasureVariants(self.compilation, self.rounds),
             machine_identity(),
-            source_digest(codegen, measurement, sys.modules[__name__]),
+            _generator_digest(),
         )
 
     def choose(

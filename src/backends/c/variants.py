@@ -78,7 +78,7 @@ class Variant:
             last-level cache, outputs contiguous along the inner dimension are written with
             non-temporal stores (and not prefetched).
         temporary_rows: with ``temporaries``, each buffer holds only the rows the tile's
-            sweep still reads (``backends.c.codegen``: a ring of a few positions along the
+            sweep still reads (``backends.c.tile_plan``: a ring of a few positions along the
             outermost outer dimension where a read lags its store), instead of the whole
             tile: small enough for L1/L2 whatever the tile's length along that dimension.
     """

@@ -8,7 +8,7 @@ stores the outputs is written here in gcc's vector extension instead (``VectorEm
 vector of ``SF_VLANES`` doubles per step, the width of the target's registers), and each
 output vector goes to memory with one streaming store where the row is aligned
 (``sf_vput``); a row off a vector boundary, as NumPy's own arrays' rows are, is stored into
-the tile's row buffer and streamed out of it (``codegen``). On the Zen 3 VM hdiff ran 7 %
+the tile's row buffer and streamed out of it (``tile_sweep``). On the Zen 3 VM hdiff ran 7 %
 faster in a standalone harness, within the noise in the program's own shared object (ADR
 0009).
 
