@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
-from pipeline.dsl.arguments import _is_its_own_contiguous_buffer, _layout_problem
+from pipeline.dsl.memory import _is_its_own_contiguous_buffer, _layout_problem
 
 
 @st.composite

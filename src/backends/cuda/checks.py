@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline.dsl.arguments import overlap_pairs, strided_self_overlap
+from pipeline.dsl.arguments import overlap_pairs
 from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.memory import strided_self_overlap
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError
 

@@ -21,6 +21,7 @@ from allocators import DeviceType, device_of, disabled_dtype_reason
 from pipeline.dispatch import bind_arguments
 from pipeline.dsl.errors import DomainError
 from pipeline.dsl.ir.nodes import GuardedRead, ProgramIR, Stencil
+from pipeline.dsl.memory import layout_problem, shares_element
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError
@@ -31,9 +32,7 @@ __all__ = [
     "dtype_name",
     "guarded_reach",
     "overlap_pairs",
-    "owner_bounds",
     "resolve_domain",
-    "strided_self_overlap",
 ]
 
 
@@ -178,7 +177,9 @@ class ArgumentChecker:
                         "program>))"
                     )
                 if isinstance(value, np.ndarray):
-                    _check_numpy_layout(program, param.name, value, param.name in self._written)
+                    problem = layout_problem(value, param.name in self._written)
+                    if problem is not None:
+                        raise ArgumentError(f"argument {param.name!r} of {program}() {problem}")
                 shapes.append(tuple(value.shape))
             else:
                 _check_scalar(program, param.name, param.type.dtype, value)
@@ -281,7 +282,7 @@ class ArgumentChecker:
         """No output may share memory with another field its stencil reads or writes."""
         for out, other in pairs:
             a, b = args[out], args[other]
-            if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and _share(a, b):
+            if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and shares_element(a, b):
                 names = self.names
                 raise ArgumentError(
                     f"{self.ir.name}(): output {names[out]!r} of {stencil.operator_name!r} "
@@ -297,6 +298,20 @@ class ArgumentChecker:
         values: Mapping[str, Any],
     ) -> bool:
         """Check the stencil's domain; return whether it is non-empty."""
+        domain = self._output_domain(stencil, shapes, values)
+        if any(stop <= start for start, stop in domain.values()):
+            return False  # an empty domain reads nothing
+        self._check_reach(stencil, domain, shapes)
+        self._check_guarded_reach(stencil, domain, shapes, values)
+        return True
+
+    def _output_domain(
+        self,
+        stencil: Stencil,
+        shapes: Mapping[str, tuple[int, ...]],
+        values: Mapping[str, Any],
+    ) -> dict[str, tuple[int, int]]:
+        """The (start, stop) per dimension that every output of the stencil covers."""
         program = self.ir.name
         domain: dict[str, tuple[int, int]] = {}
         first_output = ""
@@ -324,12 +339,17 @@ class ArgumentChecker:
                     )
                 domain[dim] = bounds
             first_output = first_output or target.name
-        if any(stop <= start for start, stop in domain.values()):
-            return False  # an empty domain reads nothing
+        return domain
+
+    def _check_reach(
+        self,
+        stencil: Stencil,
+        domain: Mapping[str, tuple[int, int]],
+        shapes: Mapping[str, tuple[int, ...]],
+    ) -> None:
+        """Every field the stencil reads covers the domain plus the stencil's reach."""
         for extent in stencil.extents:
             shape = shapes[extent.name]
-            field_type = self.ir.param(extent.name).type
-            assert isinstance(field_type, FieldType)
             for axis, bound in enumerate(extent.dims):
                 if bound.dim not in domain:
                     continue
@@ -347,12 +367,21 @@ class ArgumentChecker:
                     if n
                 )
                 raise DomainError(
-                    f"{program}(): field {extent.name!r} is too small along {bound.dim} for "
-                    f"{stencil.operator_name!r}: the output domain {start}:{stop} plus the "
+                    f"{self.ir.name}(): field {extent.name!r} is too small along {bound.dim} "
+                    f"for {stencil.operator_name!r}: the output domain {start}:{stop} plus the "
                     f"stencil's reach ({bound.lower:+d}, {bound.upper:+d}) needs indices "
                     f"{low}:{high}, but {extent.name!r} has {size} point(s); missing halo: "
                     f"{where}. Shrink the output slice or pass a larger {extent.name!r}"
                 )
+
+    def _check_guarded_reach(
+        self,
+        stencil: Stencil,
+        domain: Mapping[str, tuple[int, int]],
+        shapes: Mapping[str, tuple[int, ...]],
+        values: Mapping[str, Any],
+    ) -> None:
+        """Every read of a ``concat_where`` branch stays inside its field where it happens."""
         for read in stencil.guarded:
             needed = guarded_reach(read, domain, values)
             if needed is None:
@@ -365,26 +394,13 @@ class ArgumentChecker:
                 if low >= 0 and high <= size:
                     continue
                 raise DomainError(
-                    f"{program}(): field {read.name!r} is too small along {dim} for "
+                    f"{self.ir.name}(): field {read.name!r} is too small along {dim} for "
                     f"{stencil.operator_name!r}: where {read.region} holds, it is read at "
                     f"{dict(read.offsets)}, which needs indices {low}:{high} of the output "
                     f"domain {domain[dim][0]}:{domain[dim][1]}, but {read.name!r} has {size} "
                     f"point(s). Shrink the output slice, change the condition, or pass a "
                     f"larger {read.name!r}"
                 )
-        return True
-
-
-def _share(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
-    """Whether two arrays share an element: exact where their byte ranges interleave (a
-    problem too hard to settle in bounded work counts as sharing)."""
-    if not np.may_share_memory(a, b):
-        return False
-    try:
-        # numpy's stubs know only -1 and 0, but any positive int bounds the work.
-        return bool(np.shares_memory(a, b, max_work=100_000))  # type: ignore[arg-type]
-    except np.exceptions.TooHardError:
-        return True
 
 
 def guarded_reach(
@@ -478,147 +494,6 @@ def _refused_array_type(value: object) -> str | None:
             "would be computed with; pass x.filled(value) or numpy.ma.getdata(x)"
         )
     return None
-
-
-_MAX_BASE_CHAIN = 64
-
-
-def owner_bounds(array: np.ndarray[Any, Any]) -> tuple[int, int] | None:
-    """The byte range ``[start, stop)`` of the buffer that owns ``array``'s memory.
-
-    Walks the base chain: an ndarray that owns its data, or the first object that exports a
-    buffer (``bytes``, ``mmap``, ...); objects with a ``base`` of their own (the helper
-    ``as_strided`` puts in between) are followed. ``None``: no owner can be found, so the
-    array's bounds cannot be checked. The native checks of c_cpu walk the same chain.
-    """
-    current: object = array
-    for _ in range(_MAX_BASE_CHAIN):
-        if isinstance(current, np.ndarray):
-            if current.flags.owndata:
-                start = current.__array_interface__["data"][0]
-                return start, start + current.nbytes
-            if current.base is None:
-                return None
-            current = current.base
-            continue
-        try:
-            view = memoryview(current)  # type: ignore[arg-type]
-        except TypeError:  # exports no buffer: follow its base, if it has one
-            current = getattr(current, "base", None)
-            if current is None:
-                return None
-            continue
-        except (ValueError, BufferError):  # a buffer it cannot export now (a closed mmap)
-            return None
-        with view:
-            if view.nbytes == 0:
-                return 0, 0
-            start = np.frombuffer(view.cast("B"), np.uint8).__array_interface__["data"][0]
-            return start, start + view.nbytes
-    return None
-
-
-def _self_overlaps(array: np.ndarray[Any, Any]) -> bool:
-    return strided_self_overlap(array.shape, array.strides, array.itemsize)
-
-
-def strided_self_overlap(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
-    """Whether two indices of an array of ``shape`` and byte ``strides`` may share an address
-    (exact for strided layouts whose strides, sorted, each exceed the span of the smaller
-    ones; conservative else). For arrays of any library (device arrays included)."""
-    axes = sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1)
-    span = itemsize
-    for stride, size in axes:
-        if stride < span:
-            return True
-        span = stride * (size - 1) + span
-    return False
-
-
-def _check_numpy_layout(
-    program: str, name: str, array: np.ndarray[Any, Any], written: bool
-) -> None:
-    """What native code needs of an array's memory: native order, alignment, whole elements,
-    a view inside the buffer that owns it, and (written) no element on another's address."""
-    if _is_its_own_contiguous_buffer(array, written):
-        return
-    problem = _layout_problem(array, written)
-    if problem is not None:
-        raise ArgumentError(f"argument {name!r} of {program}() {problem}")
-
-
-def _is_its_own_contiguous_buffer(array: np.ndarray[Any, Any], written: bool) -> bool:
-    """The common case, in which ``_layout_problem`` finds nothing: an aligned, native-order
-    array that owns its data, laid out contiguously (whole-element strides, none zero, no two
-    elements on one address, all inside), and writeable when ``written``. It costs a fraction
-    of a microsecond; finding the buffer's address (``__array_interface__``) costs several."""
-    flags = array.flags
-    return bool(
-        flags.owndata
-        and (flags.c_contiguous or flags.f_contiguous)
-        and flags.aligned
-        and (flags.writeable or not written)
-        and array.dtype.isnative
-    )
-
-
-def _layout_problem(array: np.ndarray[Any, Any], written: bool) -> str | None:
-    """What is wrong with ``array``'s memory for native code, or ``None``."""
-    if not array.dtype.isnative:
-        return "is not in native byte order (use .astype(its dtype.newbyteorder('=')))"
-    if not array.flags.aligned:
-        return "is not aligned in memory (copy it with numpy.ascontiguousarray)"
-    if any(s % array.itemsize for s in array.strides):
-        return "has strides that are not whole elements (copy it with numpy.ascontiguousarray)"
-    if written and not array.flags.writeable:
-        return "is written by the program but is read-only"
-    if (
-        written
-        and array.size > 0
-        and any(s == 0 and array.shape[axis] > 1 for axis, s in enumerate(array.strides))
-    ):
-        return "is written by the program but is a broadcast view (stride 0); pass a real array"
-    if array.size > 0:
-        return _memory_problem(array, written)
-    return None
-
-
-def _memory_problem(array: np.ndarray[Any, Any], written: bool) -> str | None:
-    owner = owner_bounds(array)
-    if owner is None:
-        return (
-            "does not say which buffer owns its memory (it owns no data and has no base), "
-            "so its bounds cannot be checked; copy it with numpy.array(...)"
-        )
-    low, high = _byte_bounds(array)
-    if low < owner[0] or high > owner[1]:
-        return (
-            f"claims memory it does not have: its shape {array.shape} and strides "
-            f"{array.strides} reach bytes {low - owner[0]} to {high - owner[0]} of a buffer of "
-            f"{owner[1] - owner[0]} bytes (a view made with as_strided?); pass an array that "
-            "lies inside its buffer"
-        )
-    if written and _self_overlaps(array):
-        return (
-            f"is written by the program but its elements overlap (shape {array.shape}, strides "
-            f"{array.strides}: two indices share an address), so results would depend on the "
-            "order of evaluation; pass a real array (numpy.ascontiguousarray)"
-        )
-    return None
-
-
-def _byte_bounds(array: np.ndarray[Any, Any]) -> tuple[int, int]:
-    start = array.__array_interface__["data"][0]
-    low = high = start
-    strides = array.strides
-    for axis, size in enumerate(array.shape):
-        stride = strides[axis]
-        reach = (size - 1) * stride
-        if reach < 0:
-            low += reach
-        else:
-            high += reach
-    return low, high + array.itemsize
 
 
 def _describe(value: object) -> str:
