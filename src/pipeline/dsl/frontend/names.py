@@ -52,10 +52,17 @@ class NameResolver:
 
     @classmethod
     def of(
-        cls, function: Callable[..., Any], source: FunctionSource, params: Mapping[str, Type]
+        cls,
+        function: Callable[..., Any],
+        source: FunctionSource,
+        params: Mapping[str, Type],
+        *,
+        single_assignment: bool = False,
     ) -> NameResolver:
-        """The resolver of ``function``'s body, with no locals yet."""
-        return cls(function, source, params, Scope(source), captured_values(function))
+        """The resolver of ``function``'s body, with no locals yet (see ``Scope`` for
+        ``single_assignment``)."""
+        scope = Scope(source, frozenset(params), single_assignment)
+        return cls(function, source, params, scope, captured_values(function))
 
     def error(self, cls: type[DSLError], message: str, node: ast.AST) -> DSLError:
         """An error of class ``cls`` located at ``node``."""

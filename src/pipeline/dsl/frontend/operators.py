@@ -209,6 +209,10 @@ def body_parser(
     *,
     in_scan: bool = False,
 ) -> ExpressionParser:
-    """A parser of the body of ``definition``'s function, whose parameters are ``params``."""
-    names = NameResolver.of(definition.function, source, params)
+    """A parser of the body of ``definition``'s function, whose parameters are ``params``.
+
+    A scan operator's body (``in_scan``) is not inlined, and its translations read each
+    local as assigned once: a name bound again binds a new local.
+    """
+    names = NameResolver.of(definition.function, source, params, single_assignment=in_scan)
     return ExpressionParser(names, OPERATORS, in_scan=in_scan)

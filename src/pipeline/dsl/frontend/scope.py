@@ -2,7 +2,9 @@
 
 Outside any ``if`` a local's IR name is its own. Inside a branch every assignment binds a
 branch-private name, so that both branches can be parsed from the same state and merged
-afterwards by a choice per local (see ``statements``).
+afterwards by a choice per local (see ``statements``). In a body whose IR must assign each
+name once (a scan operator's, which is not inlined), a second binding of a name, or a binding
+of a parameter's name, binds a private name too.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Scope:
     """The locals of one function body, and the IR name each is bound to now."""
 
     source: FunctionSource
+    params: frozenset[str] = frozenset()
+    single_assignment: bool = False
     locals: set[str] = attrs.field(factory=set)
     # Inside a branch of an `if`, a local's current binding has a branch-private name.
     renames: dict[str, str] = attrs.field(factory=dict)
@@ -56,13 +60,17 @@ class Scope:
 
     def bind(self, names: Sequence[str]) -> tuple[str, ...]:
         """The targets an assignment of ``names`` binds: the names themselves outside any
-        branch, branch-private names inside one (the ``if`` merges them afterwards)."""
+        branch, branch-private names inside one (the ``if`` merges them afterwards) and for
+        a name bound again in a single-assignment body."""
         targets = []
         for name in names:
+            rebound = name in self.locals or name in self.params
             self.locals.add(name)
             self.unbound.pop(name, None)
             if self.branches:
                 self.renames[name] = f"{name}__if{self.fresh()}"
+            elif self.single_assignment and rebound:
+                self.renames[name] = f"{name}__v{self.fresh()}"
             else:
                 self.renames.pop(name, None)
             targets.append(self.current(name))

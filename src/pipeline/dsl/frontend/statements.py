@@ -17,7 +17,8 @@ from pipeline.dsl.builtins import SCALAR_CHOICE
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.expressions import ExpressionParser
 from pipeline.dsl.frontend.tuples import Values, describe_shape, leaves, name_leaves, nest, shape
-from pipeline.dsl.ir.nodes import Assign, Call, Expr, Ref, SourceLocation
+from pipeline.dsl.ir.nodes import Assign, Call, ConcatWhere, Expr, Ref, SourceLocation
+from pipeline.dsl.passes.traversal import substitute, walk
 
 __all__ = ["parse_block", "without_docstring"]
 
@@ -102,21 +103,53 @@ def _assign(
     loc: SourceLocation | None,
 ) -> None:
     """Bind ``target`` to ``value`` as Python does: a name to a whole value (a tuple kept
-    whole, one local per leaf), a tuple of targets item by item.
+    whole, one local per leaf), a tuple of targets item by item, every item as it was
+    before the statement (``a, b = b, a`` swaps).
 
     Raises:
         DSLTypeError: a tuple of targets for a single value, or for a tuple of another length.
         DSLSyntaxError: a target that is not a name or a tuple of them.
     """
+    pairs: list[tuple[str, Expr]] = []
+    _unpack(parser, target, value, pairs)
+    values = [item for _, item in pairs]
+    for index, (name, _) in enumerate(pairs):
+        (bound,) = parser.scope.bind((name,))
+        later = values[index + 1 :]
+        if any(_reads(item, bound) for item in later):
+            # Python evaluates the whole right side first: keep the value this binding
+            # overwrites for the items still to bind.
+            saved = f"{bound}__old{parser.scope.fresh()}"
+            body.append(Assign((saved,), Ref(bound, loc=loc), loc=loc))
+            renamed = {bound: Ref(saved, loc=loc)}
+            values[index + 1 :] = [substitute(item, renamed) for item in later]
+        body.append(Assign((bound,), values[index], loc=loc))
+
+
+def _reads(value: Expr, name: str) -> bool:
+    """Whether ``value`` reads the local ``name`` (in an index condition too)."""
+    return any(
+        (isinstance(node, Ref) and node.name == name)
+        or (isinstance(node, ConcatWhere) and name in node.region.params)
+        for node in walk(value)
+    )
+
+
+def _unpack(
+    parser: ExpressionParser,
+    target: ast.expr,
+    value: Expr | Values,
+    pairs: list[tuple[str, Expr]],
+) -> None:
+    """Append to ``pairs`` each local ``target`` binds and its value, in order."""
     source = parser.source
     match target:
         case ast.Name(id=name) if isinstance(value, tuple):
             names = parser.scope.tuple_local(name, value)
-            for component, item in zip(name_leaves(names), leaves(value), strict=True):
-                body.append(Assign(parser.scope.bind((component,)), item, loc=loc))
+            pairs += zip(name_leaves(names), leaves(value), strict=True)
         case ast.Name(id=name):
             assert not isinstance(value, tuple)
-            body.append(Assign(parser.scope.bind((name,)), value, loc=loc))
+            pairs.append((name, value))
         case ast.Tuple(elts=targets) if not isinstance(value, tuple):
             raise source.error(
                 DSLTypeError,
@@ -134,7 +167,7 @@ def _assign(
                     target,
                 )
             for element, part in zip(targets, value, strict=True):
-                _assign(parser, element, part, body, loc)
+                _unpack(parser, element, part, pairs)
         case _:
             raise source.error(
                 DSLSyntaxError,
