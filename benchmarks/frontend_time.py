@@ -12,14 +12,14 @@ import statistics
 import time
 
 from benchmarks.workloads import WORKLOADS
-from pipeline.dsl.frontend import parsing
+from pipeline.dsl.frontend import operators
 from pipeline.dsl.frontend.step import default_passes
 from pipeline.dsl.passes import typing_
 from pipeline.dsl.stages import ProgramDefinition
 
 
 def _clear_operator_caches() -> None:
-    parsing._OPERATOR_CACHE.clear()
+    operators.clear_caches()
     typing_._TYPED.clear()
 
 

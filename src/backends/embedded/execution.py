@@ -11,7 +11,7 @@ from allocators import namespace_name
 from backends.embedded.fields import EmbeddedField, field_parameter, input_field
 from backends.embedded.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.dsl.arguments import guarded_reach, resolve_domain
-from pipeline.dsl.frontend.parsing import parse_field_operator
+from pipeline.dsl.frontend.operators import parse_field_operator
 from pipeline.dsl.frontend.source import with_captured_globals
 from pipeline.dsl.ir.nodes import ProgramIR
 from pipeline.dsl.programs import evaluating_embedded, output_domain

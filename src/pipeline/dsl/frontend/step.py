@@ -16,7 +16,7 @@ from __future__ import annotations
 import attrs
 
 from pipeline.caching import CachedStep
-from pipeline.dsl.frontend.parsing import parse_program
+from pipeline.dsl.frontend.program import parse_program
 from pipeline.dsl.ir.nodes import ProgramIR
 from pipeline.dsl.passes.cse import eliminate_common_subexpressions
 from pipeline.dsl.passes.extents import analyse_extents

@@ -1,0 +1,321 @@
+"""Programs -> untyped IR: a sequence of stencils, each a call of a field operator or scan
+operator with its output fields (``out=``) and domain (slices, ``domain=``)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+
+import attrs
+
+from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
+from pipeline.dsl.frontend.annotations import parameter_types
+from pipeline.dsl.frontend.calls import call_arguments
+from pipeline.dsl.frontend.expressions import ExpressionParser
+from pipeline.dsl.frontend.indices import bound
+from pipeline.dsl.frontend.names import is_field_operator, is_scan_operator
+from pipeline.dsl.frontend.operators import body_parser, parse_field_operator, parse_scan_operator
+from pipeline.dsl.frontend.source import function_source
+from pipeline.dsl.frontend.statements import without_docstring
+from pipeline.dsl.frontend.tuples import flat_items
+from pipeline.dsl.ir.nodes import (
+    Expr,
+    FieldOperatorIR,
+    Literal,
+    OperatorCall,
+    OutputTarget,
+    Param,
+    ProgramIR,
+    Ref,
+    Scan,
+    ScanOperatorIR,
+    Stencil,
+    Type,
+    UnaryOp,
+)
+from pipeline.dsl.regions import Bound
+from pipeline.dsl.stages import ProgramDefinition
+from pipeline.dsl.types import FieldType
+
+__all__ = ["parse_program"]
+
+
+def parse_program(definition: ProgramDefinition) -> ProgramIR:
+    """Parse a program (or a field operator called directly) into untyped IR.
+
+    A field operator called directly becomes a program of one stencil whose outputs are extra
+    parameters named ``__out0``, ``__out1``, ... over their full domains.
+
+    Raises:
+        DSLError: (and subclasses) located in the user's source.
+    """
+    if definition.kind == "field_operator":
+        return _direct_call_program(definition)
+    function = definition.function
+    source = function_source(function)
+    params = parameter_types(function, source)
+    by_name = {p.name: p.type for p in params}
+    parser = body_parser(definition, source, by_name)
+    stencils = []
+    for statement in without_docstring(source.function_def.body):
+        if isinstance(statement, ast.Pass):
+            continue
+        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            raise source.error(
+                DSLSyntaxError,
+                "a program body is a sequence of field operator calls like "
+                "op(a, b, out=out[1:-1, 1:-1, :])",
+                statement,
+            )
+        stencils.append(_parse_stencil_call(statement.value, parser, by_name))
+    if not stencils:
+        raise source.error(
+            DSLSyntaxError,
+            f"program {function.__name__!r} calls no field operator",
+            source.function_def,
+        )
+    return ProgramIR(
+        function.__name__, params, tuple(stencils), loc=source.location(source.function_def)
+    )
+
+
+def _parse_stencil_call(
+    node: ast.Call, parser: ExpressionParser, params: Mapping[str, Type]
+) -> Stencil:
+    """One call of a program: the stencil computing the callee into its ``out=`` fields."""
+    source = parser.source
+    callee = parser.names.callee(node.func)
+    if not (is_field_operator(callee) or is_scan_operator(callee)):
+        raise source.error(
+            DSLTypeError,
+            f"{ast.unparse(node.func)!r} is not a field operator; a program can only "
+            "call field operators and scan operators",
+            node.func,
+        )
+    operator: FieldOperatorIR | ScanOperatorIR
+    if is_scan_operator(callee):
+        operator = parse_scan_operator(callee.definition)  # type: ignore[attr-defined]
+        result_count = len(operator.carry)
+    else:
+        operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
+        result_count = len(operator.result_types)
+    outputs = _outputs(node, operator.name, result_count, parser, params)
+    args = _stencil_arguments(node, operator, parser, params)
+    loc = source.location(node)
+    results: tuple[Expr, ...]
+    if isinstance(operator, ScanOperatorIR):
+        results = tuple(Scan(operator, args, i, loc=loc) for i in range(result_count))
+    else:
+        results = (OperatorCall(operator, args, loc=loc),)
+    return Stencil((), results, outputs, operator.name, loc=loc)
+
+
+def _outputs(
+    node: ast.Call,
+    name: str,
+    result_count: int,
+    parser: ExpressionParser,
+    params: Mapping[str, Type],
+) -> tuple[OutputTarget, ...]:
+    """The output targets of a call of the operator ``name``, from its ``out=`` and
+    ``domain=`` keywords."""
+    source = parser.source
+    keywords = {k.arg: k for k in node.keywords}
+    if "out" not in keywords:
+        raise source.error(
+            DSLTypeError,
+            f"the call of {name!r} needs out=..., e.g. out=out[1:-1, 1:-1, :]",
+            node,
+        )
+    out_node = keywords["out"].value
+    outputs = tuple(_output_target(item, parser, params) for item in flat_items(out_node))
+    if len(outputs) != result_count:
+        raise source.error(
+            DSLTypeError,
+            f"{name!r} returns {result_count} field(s) but out= gives {len(outputs)}",
+            out_node,
+        )
+    if "domain" in keywords:
+        outputs = _with_domain(outputs, keywords["domain"].value, parser, params)
+    return outputs
+
+
+def _stencil_arguments(
+    node: ast.Call,
+    operator: FieldOperatorIR | ScanOperatorIR,
+    parser: ExpressionParser,
+    params: Mapping[str, Type],
+) -> tuple[Expr, ...]:
+    """The arguments of a program's call of ``operator``: program parameters (a tuple
+    parameter's fields one by one) or constants."""
+    source = parser.source
+    keyword_args = [k for k in node.keywords if k.arg not in {"out", "domain"}]
+    signature = (
+        operator.signature
+        if isinstance(operator, FieldOperatorIR)
+        else tuple((p.name, None) for p in operator.params)
+    )
+    names = [name for name, _ in signature]
+    grouped = call_arguments(node, operator.name, names, keyword_args, source)
+    arguments: list[ast.expr] = []
+    for (name, parts), arg in zip(signature, grouped, strict=True):
+        if parts is None:
+            arguments.append(arg)
+            continue
+        items = flat_items(arg)
+        if not isinstance(arg, ast.Tuple) or len(items) != len(parts):
+            raise source.error(
+                DSLTypeError,
+                f"argument {name!r} of {operator.name!r} is a tuple of {len(parts)} field(s); "
+                "pass a tuple of program parameters, like (a, b)",
+                arg,
+            )
+        arguments += items
+    return tuple(_stencil_argument(arg, parser, params) for arg in arguments)
+
+
+def _stencil_argument(
+    arg: ast.expr, parser: ExpressionParser, params: Mapping[str, Type]
+) -> Expr:
+    if isinstance(arg, ast.Name) and arg.id in params:
+        return Ref(arg.id, loc=parser.source.location(arg))
+    value = parser.expr(arg)
+    if not isinstance(value, Literal):
+        raise parser.error(
+            DSLSyntaxError,
+            "program arguments to a field operator must be program parameters or "
+            "constants; compute expressions inside a field operator",
+            arg,
+        )
+    return value
+
+
+def _output_target(
+    node: ast.expr, parser: ExpressionParser, params: Mapping[str, Type]
+) -> OutputTarget:
+    source = parser.source
+    base, slice_node = (node.value, node.slice) if isinstance(node, ast.Subscript) else (node, None)
+    if not (isinstance(base, ast.Name) and base.id in params):
+        raise source.error(DSLSyntaxError, "out= must name a field parameter of the program", node)
+    target_type = params[base.id]
+    if not isinstance(target_type, FieldType):
+        raise source.error(DSLTypeError, f"out= names {base.id!r}, which is a scalar", node)
+    rank = len(target_type.dims)
+    if slice_node is None:
+        return OutputTarget(base.id, ((None, None),) * rank, loc=source.location(node))
+    items = slice_node.elts if isinstance(slice_node, ast.Tuple) else [slice_node]
+    if len(items) > rank:
+        raise source.error(
+            DSLTypeError, f"{base.id!r} has {rank} dimension(s) but is sliced in {len(items)}", node
+        )
+    slices = []
+    for item in items:
+        if not isinstance(item, ast.Slice) or item.step is not None:
+            raise source.error(
+                DSLSyntaxError, "the output domain is given with slices like out[1:-1, 2:, :]", item
+            )
+        slices.append((_slice_bound(item.lower, parser), _slice_bound(item.upper, parser)))
+    slices.extend([(None, None)] * (rank - len(slices)))
+    return OutputTarget(base.id, tuple(slices), loc=source.location(node))
+
+
+def _slice_bound(node: ast.expr | None, parser: ExpressionParser) -> int | None:
+    if node is None:
+        return None
+    value = parser.expr(node)
+    if isinstance(value, UnaryOp) and value.op == "-" and isinstance(value.operand, Literal):
+        value = Literal(-value.operand.value)
+    if isinstance(value, Literal) and type(value.value) is int:
+        return value.value
+    raise parser.error(DSLSyntaxError, "slice bounds must be integer constants", node)
+
+
+def _with_domain(
+    outputs: tuple[OutputTarget, ...],
+    node: ast.expr,
+    parser: ExpressionParser,
+    params: Mapping[str, Type],
+) -> tuple[OutputTarget, ...]:
+    """``outputs`` restricted to ``domain={I: (lo, hi), ...}``: absolute indices of the
+    outputs, integers or integer scalar parameters (plus or minus an integer)."""
+    bounds = _domain_bounds(node, parser)
+    result = []
+    for target in outputs:
+        target_type = params[target.name]
+        assert isinstance(target_type, FieldType)
+        missing = sorted(set(bounds) - set(target_type.dim_names))
+        if missing:
+            raise parser.error(
+                DSLTypeError,
+                f"domain= bounds {', '.join(missing)}, but out field {target.name!r} has "
+                f"dimensions ({', '.join(target_type.dim_names)})",
+                node,
+            )
+        slices = list(target.slices)
+        for axis, name in enumerate(target_type.dim_names):
+            if name not in bounds:
+                continue
+            if slices[axis] != (None, None):
+                raise parser.error(
+                    DSLSyntaxError,
+                    f"{target.name!r} is sliced along {name} and domain= bounds {name} too; "
+                    "give the output domain once",
+                    node,
+                )
+            slices[axis] = bounds[name]
+        result.append(attrs.evolve(target, slices=tuple(slices)))
+    return tuple(result)
+
+
+def _domain_bounds(node: ast.expr, parser: ExpressionParser) -> dict[str, tuple[Bound, Bound]]:
+    """The (start, stop) of each dimension ``domain={I: (lo, hi), ...}`` bounds."""
+    if not isinstance(node, ast.Dict):
+        raise parser.error(DSLSyntaxError, "domain= is a dict like {I: (0, n), K: (1, 10)}", node)
+    bounds: dict[str, tuple[Bound, Bound]] = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        dim = parser.names.dimension(key) if key is not None else None
+        if dim is None:
+            raise parser.error(
+                DSLSyntaxError, "the keys of domain= are dimensions, like {I: (0, n)}", key or node
+            )
+        if not (isinstance(value, ast.Tuple) and len(value.elts) == 2):
+            raise parser.error(
+                DSLSyntaxError, f"give the domain along {dim} as (start, stop)", value
+            )
+        lo, hi = (bound(parser.names, e) for e in value.elts)
+        for end, element in ((lo, value.elts[0]), (hi, value.elts[1])):
+            if end.param is None and end.offset < 0:
+                raise parser.error(
+                    DSLTypeError,
+                    f"domain= takes absolute indices; {end.offset} along {dim} is before the "
+                    "first point",
+                    element,
+                )
+        if lo.param is None and hi.param is None and lo.offset > hi.offset:
+            raise parser.error(
+                DSLTypeError, f"the domain along {dim} ends ({hi}) before it starts ({lo})", value
+            )
+        bounds[dim.name] = (lo, hi)
+    return bounds
+
+
+def _direct_call_program(definition: ProgramDefinition) -> ProgramIR:
+    """A field operator called directly, as a program of one stencil."""
+    operator = parse_field_operator(definition)
+    params = list(operator.params)
+    outputs = []
+    for index, result_type in enumerate(operator.result_types):
+        name = f"__out{index}"
+        params.append(Param(name, result_type))
+        rank = len(result_type.dims)
+        slices = definition.output_slices or ()
+        if len(slices) > rank:
+            raise DSLTypeError(
+                f"domain= of {operator.name!r} has {len(slices)} slice(s) but its output has "
+                f"{rank} dimension(s)"
+            )
+        outputs.append(OutputTarget(name, (*slices, *((None, None),) * (rank - len(slices)))))
+    args = tuple(Ref(p.name) for p in operator.params)
+    call = OperatorCall(operator, args, loc=operator.loc)
+    stencil = Stencil((), (call,), tuple(outputs), operator.name, loc=operator.loc)
+    return ProgramIR(operator.name, tuple(params), (stencil,), loc=operator.loc)

@@ -1,0 +1,177 @@
+"""A tuple assignment evaluates its whole right side before it binds any name (issue 41).
+
+``a, b = b, a`` used to bind ``a`` first and then read the new ``a`` for ``b``, so both
+names held the old ``b``. In a scan body, any name bound twice used to give wrong results
+(the translations read a scan's locals as assigned once).
+No ``from __future__ import annotations``: the DSL reads the annotations.
+"""
+
+import numpy as np
+
+from pipeline.dsl import Dimension, Field, bool_, field_operator, float64, program, scan_operator
+
+I, K = Dimension("I"), Dimension("K")  # noqa: E741
+F = Field[[I, K], float64]
+SHAPE = (3, 5)
+
+
+@field_operator
+def swapped(a: F, b: F) -> F:
+    a, b = b, a
+    return a + 10.0 * b
+
+
+@program
+def swap_program(a: F, b: F, out: F):
+    swapped(a, b, out=out)
+
+
+@field_operator
+def rotated(a: F, b: F, c: F) -> F:
+    a, (b, c) = c, (a, b)
+    return a + 10.0 * b + 100.0 * c
+
+
+@program
+def rotate_program(a: F, b: F, c: F, out: F):
+    rotated(a, b, c, out=out)
+
+
+@field_operator
+def reversed_tuple(a: F, b: F) -> F:
+    t = (a, b)
+    t = t[1], t[0]
+    return t[0] + 10.0 * t[1]
+
+
+@program
+def reversed_tuple_program(a: F, b: F, out: F):
+    reversed_tuple(a, b, out=out)
+
+
+@field_operator
+def swapped_in_branches(a: F, b: F, flag: bool_) -> F:
+    if flag:
+        a, b = b, a
+    else:
+        x = a
+        a = b
+        b = x
+    return a + 10.0 * b
+
+
+@program
+def branch_swap_program(a: F, b: F, flag: bool_, out: F):
+    swapped_in_branches(a, b, flag, out=out)
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 1.0))
+def fibonacci(carry: tuple[float64, float64], x: float64) -> tuple[float64, float64]:
+    a, b = carry
+    a, b = b, a + b + x
+    return a, b
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 1.0))
+def fibonacci_by_rebinding(carry: tuple[float64, float64], x: float64
+                           ) -> tuple[float64, float64]:
+    a, b = carry
+    old = a
+    a = b
+    b = old + b + x
+    return a, b
+
+
+@field_operator
+def fibonacci_first(x: F) -> F:
+    a, _ = fibonacci(x)
+    return a
+
+
+@program
+def fibonacci_program(x: F, out: F):
+    fibonacci_first(x, out=out)
+
+
+@field_operator
+def fibonacci_by_rebinding_first(x: F) -> F:
+    a, _ = fibonacci_by_rebinding(x)
+    return a
+
+
+@program
+def fibonacci_by_rebinding_program(x: F, out: F):
+    fibonacci_by_rebinding_first(x, out=out)
+
+
+def _fields(count, to_backend_array, backend):
+    rng = np.random.default_rng(41)
+    hosts = [rng.integers(-9, 9, SHAPE).astype(np.float64) for _ in range(count)]
+    return hosts, [to_backend_array(h, backend) for h in hosts]
+
+
+def _run(program_, arrays, dsl_backend, to_backend_array, to_numpy, run_program, *scalars):
+    out = to_backend_array(np.zeros(SHAPE), dsl_backend)
+    args = (*arrays, *scalars, out)
+    after = run_program(program_, dsl_backend, *args, written=(len(args) - 1,))
+    return to_numpy(after[len(args) - 1])
+
+
+def test_a_swap_exchanges_the_values(dsl_backend, to_backend_array, to_numpy, run_program):
+    (a, b), arrays = _fields(2, to_backend_array, dsl_backend)
+    result = _run(swap_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program)
+    np.testing.assert_array_equal(result, b + 10.0 * a)
+
+
+def test_a_nested_unpacking_reads_the_values_before_binding(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    (a, b, c), arrays = _fields(3, to_backend_array, dsl_backend)
+    result = _run(rotate_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program)
+    np.testing.assert_array_equal(result, c + 10.0 * a + 100.0 * b)
+
+
+def test_a_tuple_reassigned_from_its_own_items(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    (a, b), arrays = _fields(2, to_backend_array, dsl_backend)
+    result = _run(
+        reversed_tuple_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program
+    )
+    np.testing.assert_array_equal(result, b + 10.0 * a)
+
+
+def test_swaps_inside_if_branches(dsl_backend, to_backend_array, to_numpy, run_program):
+    (a, b), arrays = _fields(2, to_backend_array, dsl_backend)
+    for flag in (True, False):
+        result = _run(
+            branch_swap_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program,
+            flag,
+        )
+        np.testing.assert_array_equal(result, b + 10.0 * a)
+
+
+def _fibonacci_reference(x):
+    expected = np.empty(SHAPE)
+    a, b = np.zeros(SHAPE[0]), np.ones(SHAPE[0])
+    for k in range(SHAPE[1]):
+        a, b = b, a + b + x[:, k]
+        expected[:, k] = a
+    return expected
+
+
+def test_a_swap_in_a_scan_body(dsl_backend, to_backend_array, to_numpy, run_program):
+    (x,), arrays = _fields(1, to_backend_array, dsl_backend)
+    result = _run(fibonacci_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program)
+    np.testing.assert_array_equal(result, _fibonacci_reference(x))
+
+
+def test_a_name_bound_again_in_a_scan_body(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    (x,), arrays = _fields(1, to_backend_array, dsl_backend)
+    result = _run(
+        fibonacci_by_rebinding_program, arrays, dsl_backend, to_backend_array, to_numpy,
+        run_program,
+    )
+    np.testing.assert_array_equal(result, _fibonacci_reference(x))
