@@ -98,7 +98,18 @@ def pytest_configure(config: pytest.Config) -> None:
         backend = resolve_backend(reference)
     except ValueError as error:
         raise pytest.UsageError(f"{OPTION} {reference}: {error}") from None
+    _allow_64_bit_jax(backend)
     config.stash[_SELECTION] = _Selection(reference, backend)
+
+
+def _allow_64_bit_jax(backend: Backend) -> None:
+    """Let JAX keep 64-bit values for a backend on ``jax.numpy``: the corpus is mostly float64
+    and int64, which JAX otherwise truncates to 32 bits."""
+    namespace = backend.array_namespace
+    if namespace is not None and namespace.__name__.startswith("jax"):
+        import jax  # noqa: PLC0415  (optional: only for a backend that already uses it)
+
+        jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
