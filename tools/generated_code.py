@@ -1,7 +1,7 @@
 """Write the code every C-like translation generates for the DSL corpus, one file per case and
 translation, so that two checkouts can be compared with ``diff -r``.
 
-Usage: python tools/generated_code.py OUT_DIR   (run from a checkout, PYTHONPATH=src:.:tests/dsl)
+Usage: python tools/generated_code.py OUT_DIR   (run from a checkout, PYTHONPATH=src:.)
 
 The C translations run with fixed options (no measured choice), so the text depends on the code
 only: c_cpu with its defaults but no tuning, c_cpu with temporaries and tiles, cuda_gpu with its
@@ -18,10 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import corpus  # tests/dsl/corpus.py
-
 import backends
 from backends.c import CTranslation
+from backends.conformance import corpus
 from backends.cuda import CudaTranslation
 
 #: DaCe gives every SDFG element a random guid when it is made; they say nothing of the code

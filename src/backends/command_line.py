@@ -1,8 +1,10 @@
-"""``stencilforge``: the command line (``stencilforge cache info | clear | prune``).
+"""``stencilforge``: the command line (``stencilforge cache info|clear|prune``, ``conformance``).
 
     stencilforge cache info                  where the cache is, each part's size and entries
     stencilforge cache clear                 remove every entry and build
     stencilforge cache prune --max-size 1G   remove the least recently used until it fits
+    stencilforge conformance BACKEND [ARGS]  the DSL conformance suite on BACKEND (a name or
+                                             module:attribute); ARGS go to pytest
 
 The cache is the one programs use: ``STENCILFORGE_CACHE_DIR``, else the per-user cache
 directory.
@@ -18,6 +20,7 @@ from pathlib import Path
 from backends.cache import cache_directory
 from backends.cache_inventory import MAX_SIZE_VARIABLE, inventory, max_size, parse_size, prune
 from backends.cache_inventory import clear as clear_cache
+from backends.conformance.command import run_conformance
 
 __all__ = ["main"]
 
@@ -59,12 +62,21 @@ def _parser() -> argparse.ArgumentParser:
     pruning.add_argument(
         "--max-size", required=True, type=parse_size, help="the size to fit in, e.g. 1G, 500M"
     )
+    conformance = commands.add_parser(
+        "conformance", help="run the DSL conformance suite on a backend (needs pytest)"
+    )
+    conformance.add_argument("backend", help="a registered backend name or module:attribute")
+    conformance.add_argument(
+        "pytest_arguments", nargs=argparse.REMAINDER, help="passed to pytest (-k scans, -x)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; the exit status."""
     arguments = _parser().parse_args(argv)
+    if arguments.command == "conformance":
+        return run_conformance(arguments.backend, arguments.pytest_arguments)
     root = cache_directory()
     if arguments.action == "info":
         print(_info(root))

@@ -17,11 +17,9 @@ import numpy as np
 import pytest
 
 _HERE = Path(__file__).resolve().parent
-for path in (str(_HERE), str(_HERE.parent / "dsl")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
 
-import corpus  # noqa: E402
 from c_programs import stencils  # noqa: E402
 from c_programs.support import CompilerWrapper, run_script  # noqa: E402
 from test_c_cpu_variants import (  # noqa: E402
@@ -34,6 +32,7 @@ from test_c_cpu_variants import (  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.c import CTranslation  # noqa: E402
 from backends.c.variants import ROW_PREFETCH_DISTANCE, ROW_TILE_CANDIDATES, candidates  # noqa: E402
+from backends.conformance import corpus  # noqa: E402
 from pipeline.dsl import Dimension, Field, field_operator, float64, program  # noqa: E402
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741

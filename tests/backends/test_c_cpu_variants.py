@@ -22,11 +22,9 @@ import numpy as np
 import pytest
 
 _HERE = Path(__file__).resolve().parent
-for path in (str(_HERE), str(_HERE.parent / "dsl")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
 
-import corpus  # noqa: E402
 from c_programs import stencils  # noqa: E402
 from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
 
@@ -40,6 +38,7 @@ from backends.c import (  # noqa: E402
     machine,
 )
 from backends.c.variants import Choice  # noqa: E402
+from backends.conformance import corpus  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
 from pipeline.caching import open_entry, seal_entry  # noqa: E402
 

@@ -14,11 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 _HERE = Path(__file__).resolve().parent
-for path in (str(_HERE), str(_HERE.parent / "dsl")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
 
-import corpus  # noqa: E402
 from c_programs import stencils  # noqa: E402
 from c_programs.support import GeneratedModules  # noqa: E402
 from test_c_cpu_differential import HALO, TEMPLATE, _spell  # noqa: E402
@@ -30,6 +28,7 @@ from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_
 from backends.c.streaming import STREAM_FENCE_C  # noqa: E402
 from backends.c.tile_sweep import STREAM_CHUNK  # noqa: E402
 from backends.c.vectors import VECTOR_C  # noqa: E402
+from backends.conformance.corpus import domains  # noqa: E402
 from pipeline.dsl import float64  # noqa: E402
 
 VECTOR_LOOP = "x_K += SF_VLANES) {"
@@ -185,7 +184,7 @@ def test_stencils_outside_the_vector_subset_keep_gccs_loops(tmp_path: Path) -> N
         "an input strided along K": stencils.hdiff_program.with_backend(backend).lower(
             np.zeros((30, 20, 32))[:, :, ::2], 0.1, grid.copy()
         ),
-        "an input without K": corpus.add_ij_program.with_backend(backend).lower(
+        "an input without K": domains.add_ij_program.with_backend(backend).lower(
             grid, np.zeros((30, 20)), grid.copy()
         ),
     }

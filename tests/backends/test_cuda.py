@@ -20,6 +20,7 @@ import pytest
 
 import backends
 from allocators import DeviceType
+from backends.conformance import corpus
 from backends.cuda import (
     CudaProgram,
     CudaTranslation,
@@ -36,11 +37,6 @@ from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.ir.nodes import Param
 from pipeline.errors import DamagedArtifactError
 from pipeline.stages import ConcreteDefinition
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "dsl"))
-
-import corpus  # noqa: E402
 
 
 def _program(case_or_program):

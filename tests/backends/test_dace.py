@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 import allocators
 import backends
 from allocators import DeviceType
+from backends.conformance import corpus
+from backends.conformance.corpus import domains, scans
 from pipeline import ArgumentError
 from pipeline.dsl import DomainError
 from pipeline.stages import ConcreteDefinition
@@ -27,10 +29,15 @@ from pipeline.stages import ConcreteDefinition
 pytestmark = pytest.mark.requires_dace
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "dsl"))
-
-import corpus  # noqa: E402
 from threaded_calls import calls_agree_across_threads  # noqa: E402
+
+#: Corpus programs the GPU tests build by name.
+_PROGRAMS = {
+    "lap": corpus.lap,
+    "hdiff_program": corpus.hdiff_program,
+    "fused_tridiagonal_program": scans.fused_tridiagonal_program,
+    "vertical_boundaries_program": domains.vertical_boundaries_program,
+}
 
 
 def _lap_reference(inp, out):
@@ -518,7 +525,7 @@ def test_the_gpu_sdfg_generates_cuda_kernels_of_256_threads_without_a_gpu(name):
 
     from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
 
-    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(getattr(corpus, name).definition))
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(_PROGRAMS[name].definition))
     source = SDFGTranslation(device_type=DeviceType.CUDA)(program)
     sdfg = dace.SDFG.from_json(json.loads(source.text))
     with warnings.catch_warnings(record=True) as caught:
@@ -576,7 +583,7 @@ def _nvcc_compiles(files, directory):
 def test_dace_gpu_cuda_compiles_with_nvcc_for_sm_90(tmp_path):
     """dace_gpu's CUDA, as far as it can be checked without a GPU: nvcc builds it."""
     names = ["lap", "fused_tridiagonal_program", "vertical_boundaries_program"]
-    programs = {name: getattr(corpus, name) for name in names}
+    programs = {name: _PROGRAMS[name] for name in names}
     objects = _nvcc_compiles(_dace_cuda_units(programs, tmp_path), tmp_path)
     for obj in objects:
         assert b"__global__" not in obj.read_bytes()  # an object file, not a copied source
@@ -806,14 +813,15 @@ def test_a_scalar_of_the_wrong_kind_is_refused_like_c_cpu():
 def _python(code: str, cache: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "STENCILFORGE_CACHE_DIR": str(cache), **env}
     environment["PYTHONPATH"] = os.pathsep.join(
-        [str(TESTS / "dsl"), str(TESTS.parent / "src"), environment.get("PYTHONPATH", "")])
+        [str(TESTS.parent / "src"), environment.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environment,
                           capture_output=True, text=True, timeout=600, check=False)
 
 
 _RUN_LAP = """
     import numpy as np  # noqa: PLC0415  (optional package, under its marker)
-    import backends, corpus  # noqa: PLC0415  (optional package, under its marker)
+    import backends  # noqa: PLC0415  (optional package, under its marker)
+    from backends.conformance import corpus
     import backends.dace.compilation as compilation
     if {forbid_build}:
         def refuse(*args, **kwargs):

@@ -13,22 +13,17 @@ modules cannot import this conftest by name (``tests/conftest.py`` is also ``con
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-import allocators
 import backends
 from backends import EmbeddedBackend
+from backends.conformance import arrays
 from backends.embedded import embedded_pipeline
-
-# The corpus module lives next to the tests; keep it importable whatever the import mode.
-_HERE = str(Path(__file__).parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 # The guide's example backend joins as a third-party backend would: by registering.
 _EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
@@ -129,111 +124,34 @@ def reference_backend() -> Any:
     return backends.embedded_numpy
 
 
-# --------------------------------------------------------------------------- array transfer
-
-
-def _to_backend_array(host: np.ndarray, backend: Any) -> Any:
-    """A copy of the NumPy array ``host`` on ``backend``'s device, in its array library."""
-    host = np.asarray(host)
-    if backend.array_namespace is not None:  # embedded backends, and jax_jit's jax.numpy
-        return backend.array_namespace.asarray(host.copy())
-    array = allocators.empty(host.shape, host.dtype, allocator=backend)
-    if isinstance(array, np.ndarray):
-        array[...] = host
-    elif type(array).__module__.startswith("cupy"):
-        array.set(np.require(host, requirements="C"))  # ascontiguousarray makes 0-d 1-d
-    else:
-        raise TypeError(
-            f"backend {backend.name!r} allocated a {type(array).__qualname__}; "
-            "teach tests/dsl/conftest.py how to copy NumPy data into it"
-        )
-    return array
-
-
-def _to_numpy(array: Any) -> np.ndarray:
-    """A NumPy copy of ``array`` (NumPy, array_api_strict, CuPy, JAX, ...)."""
-    if isinstance(array, np.ndarray):
-        return array.copy()
-    if type(array).__module__.startswith("cupy"):
-        return np.asarray(array.get())
-    try:
-        return np.array(np.asarray(array))
-    except (TypeError, ValueError, RuntimeError):
-        return np.array(np.from_dlpack(array))
+# --------------------------------------------------------------------------- arrays and runs
+# The shipped conformance suite's own functions (backends.conformance.arrays), so that these
+# tests and a third party's conformance run move data and run programs alike.
 
 
 @pytest.fixture(scope="session")
 def to_backend_array() -> Callable[[np.ndarray, Any], Any]:
     """``to_backend_array(host, backend)``: copy a NumPy array onto the backend."""
-    return _to_backend_array
+    return arrays.to_backend_array
 
 
 @pytest.fixture(scope="session")
 def to_numpy() -> Callable[[Any], np.ndarray]:
     """``to_numpy(array)``: a NumPy copy of a backend array."""
-    return _to_numpy
-
-
-# --------------------------------------------------------------------------- running programs
-
-_bound_programs: dict[tuple[int, str], Any] = {}
-
-
-def bind(program: Any, backend: Any) -> Any:
-    """``program.with_backend(backend)``, kept so that compiled backends compile once."""
-    key = (id(program), backend.name)
-    if key not in _bound_programs:
-        _bound_programs[key] = (program, program.with_backend(backend))
-    return _bound_programs[key][1]
-
-
-def _run_program(
-    program: Any,
-    backend: Any,
-    *args: Any,
-    written: Sequence[str | int] = (),
-    **kwargs: Any,
-) -> dict[str | int, Any]:
-    """Run ``program`` on ``backend`` and return every argument as it is after the call.
-
-    Args:
-        program: a DSL program (bound to any backend; it is re-bound to ``backend``).
-        backend: the backend to run on.
-        args, kwargs: the program's arguments (arrays of ``backend``, Python scalars).
-        written: the parameters the program writes, in the order of the program's parameters,
-            as keyword names or positional indices; needed only for functional backends.
-
-    Returns:
-        The arguments by position (int keys) and by name (str keys). In-place backends (NumPy,
-        array_api_strict, compiled ones) return None and update the arrays given; functional
-        ones (JAX) return a tuple of the written parameters' new arrays, which replace them.
-    """
-    result = bind(program, backend)(*args, **kwargs)
-    after: dict[str | int, Any] = dict(enumerate(args))
-    after.update(kwargs)
-    if result is None:
-        return after
-    updated = tuple(result) if isinstance(result, tuple | list) else (result,)
-    if len(updated) != len(written):
-        raise AssertionError(
-            f"backend {backend.name!r} returned {len(updated)} arrays for the written "
-            f"parameters {list(written)}"
-        )
-    after.update(zip(written, updated, strict=True))
-    return after
+    return arrays.to_numpy
 
 
 @pytest.fixture(scope="session")
 def run_program() -> Callable[..., dict[str | int, Any]]:
-    """``run_program(program, backend, *args, written=(...), **kwargs)``; see ``_run_program``."""
-    return _run_program
-
+    """``run_program(program, backend, *args, written=(...), **kwargs)``; see
+    ``backends.conformance.arrays.run_program``."""
+    return arrays.run_program
 
 
 @pytest.fixture(scope="session")
 def bind_program() -> Callable[[Any, Any], Any]:
     """``bind_program(program, backend)``: the program on that backend (cached)."""
-    return bind
+    return arrays.bind
 
 
 # DaCe compiles take seconds: by default its run of the DSL tests is this representative

@@ -1,0 +1,128 @@
+"""The DSL correctness corpus: programs, their inputs, and hand-written NumPy references.
+
+Each :class:`Case` pairs a DSL program with a builder of deterministic arguments and a NumPy
+reference (see :mod:`backends.conformance.corpus.cases`). Together the cases cover every
+construct of the DSL: shifts (several in one call, asymmetric, in K), each arithmetic operator,
+each comparison, ``& | ~``, ``where`` (nested, with literals), every math builtin, ``astype``
+both ways, each dtype, scalar parameters of several dtypes, literals typed like NumPy 2 weak
+scalars, locals and shifted locals, inlined calls, tuple returns and parameters, fields of
+fewer dimensions broadcast against 3D ones, multi-call programs with temporaries, out slices
+and ``domain=``, scans, boundary conditions, 0-D fields, and the reference workloads
+``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`, one module of features
+each; :data:`FEATURES` lists them in a fixed order.
+
+Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
+references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
+checks that need a known program.
+"""
+
+from backends.conformance.corpus import (
+    arithmetic,
+    builtins,
+    composition,
+    domains,
+    dtypes,
+    scalars,
+    scans,
+    tuples,
+)
+from backends.conformance.corpus.cases import (
+    IJK,
+    IJK32,
+    Case,
+    Feature,
+    I,
+    J,
+    K,
+    MissingHalo,
+    at,
+    dom,
+    sentinel,
+    tolerance,
+)
+from backends.conformance.corpus.domains import MISSING_HALOS, REACH_SHAPE, reach_fits
+from backends.conformance.corpus.workloads import (
+    REFERENCE_WORKLOADS,
+    hdiff_program,
+    hdiff_reference,
+    lap,
+    lap_reference,
+)
+
+__all__ = [
+    "CASES",
+    "FEATURES",
+    "IJK",
+    "IJK32",
+    "MISSING_HALOS",
+    "REACH_SHAPE",
+    "Case",
+    "Feature",
+    "I",
+    "J",
+    "K",
+    "MissingHalo",
+    "at",
+    "check_corpus",
+    "dom",
+    "hdiff_program",
+    "hdiff_reference",
+    "lap",
+    "lap_reference",
+    "reach_fits",
+    "sentinel",
+    "tolerance",
+]
+
+#: Every feature of the corpus, in the order of the conformance summary.
+FEATURES: tuple[Feature, ...] = (
+    REFERENCE_WORKLOADS,
+    arithmetic.FLOAT_ARITHMETIC,
+    arithmetic.COMPARISONS,
+    arithmetic.BOOLEAN_LOGIC,
+    arithmetic.WHERE,
+    builtins.MATH_BUILTINS,
+    dtypes.ASTYPE,
+    dtypes.DTYPES_AND_LITERALS,
+    dtypes.ZERO_DIM_FIELDS,
+    scalars.SCALAR_PARAMETERS,
+    scalars.SCALAR_CONTROL_FLOW,
+    composition.LOCALS,
+    composition.INLINED_CALLS,
+    composition.MULTI_CALL_PROGRAMS,
+    tuples.TUPLES,
+    domains.BROADCASTING,
+    domains.SHIFTS_AND_DOMAINS,
+    domains.BOUNDARY_CONDITIONS,
+    scans.SCANS,
+)
+
+
+def _gathered(features: tuple[Feature, ...]) -> tuple[Case, ...]:
+    """The cases of ``features`` in order; a name used twice is a ``ValueError``."""
+    cases = tuple(case for feature in features for case in feature.cases)
+    seen: set[str] = set()
+    for case in cases:
+        if case.name in seen:
+            raise ValueError(f"duplicate corpus case {case.name!r}")
+        seen.add(case.name)
+    return cases
+
+
+#: Every corpus case; its name is its test id.
+CASES: tuple[Case, ...] = _gathered(FEATURES)
+
+
+def check_corpus() -> None:
+    """Sanity of the corpus itself: each reference runs and writes some, but not all, cells.
+
+    Raises:
+        AssertionError: naming the case whose reference changes a dtype or writes nothing.
+    """
+    for case in CASES:
+        args = case.build()
+        before = {name: args[name].copy() for name in case.outputs}
+        case.reference(**args)
+        for name in case.outputs:
+            assert args[name].dtype == before[name].dtype, case.name
+            assert not (args[name] == before[name]).all(), f"{case.name}: {name} unwritten"

@@ -1,0 +1,261 @@
+"""The corpus's record and the means its cases are built with.
+
+A :class:`Case` pairs a DSL program (defined at module level, so that its source can be read
+with ``inspect.getsource``) with a builder of deterministic arguments and a NumPy reference that
+writes, with plain slicing, exactly the cells the program's ``out=`` slices cover. Output
+arguments arrive pre-filled with a sentinel, so a reference leaves every other cell as it was,
+and a check can see that the program did too. Each case belongs to one :class:`Feature` of the
+DSL, the unit of the conformance summary.
+
+No ``from __future__ import annotations`` here or in the feature modules on purpose: the DSL
+reads the annotations, and a user's module usually does not stringify them.
+"""
+
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from pipeline.dsl import Dimension, Field, bool_, float32, float64, int32, int64
+
+__all__ = [
+    "IJ",
+    "IJK",
+    "IJK32",
+    "IK",
+    "KF",
+    "OUT",
+    "SCALAR",
+    "SHAPE",
+    "SHAPE_2D",
+    "Case",
+    "F",
+    "Feature",
+    "I",
+    "IJKb",
+    "IJKi32",
+    "IJKi64",
+    "J",
+    "K",
+    "MissingHalo",
+    "arguments",
+    "at",
+    "at_ij",
+    "away_from_zero",
+    "bools",
+    "dom",
+    "floats",
+    "ints",
+    "nonzero_ints",
+    "sentinel",
+    "ties",
+    "tolerance",
+]
+
+I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
+
+IJK = Field[[I, J, K], float64]
+IJK32 = Field[[I, J, K], float32]
+IJKi32 = Field[[I, J, K], int32]
+IJKi64 = Field[[I, J, K], int64]
+IJKb = Field[[I, J, K], bool_]
+IJ = Field[[I, J], float64]
+IK = Field[[I, K], float64]
+KF = Field[[K], float64]
+
+#: The default grid: no two extents equal, so a transposed index cannot pass unnoticed.
+SHAPE = (10, 9, 6)
+SHAPE_2D = SHAPE[:2]
+
+FLOAT_SENTINEL = -777.25
+INT_SENTINEL = -12345
+
+
+# --------------------------------------------------------------------------- the case record
+
+
+@attrs.frozen
+class Case:
+    """One corpus entry.
+
+    Attributes:
+        name: unique, used as the test id.
+        program: the DSL program (bound to the default backend).
+        arguments: ``arguments(rng)`` -> every program argument by parameter name, in the
+            program's parameter order: NumPy arrays (outputs pre-filled with :func:`sentinel`)
+            and Python scalars.
+        outputs: the parameters the program writes, in the program's parameter order.
+        reference: ``reference(**arguments)`` writes the expected values into the output
+            arrays, in place, touching exactly the cells the program's out slices cover.
+        rtol, atol: tolerances for floating outputs; ``None`` means :func:`tolerance`'s.
+        feature: the feature of the DSL the case exercises (its :class:`Feature`'s name).
+    """
+
+    name: str
+    program: Any
+    arguments: Callable[[np.random.Generator], dict[str, Any]]
+    outputs: tuple[str, ...]
+    reference: Callable[..., None]
+    rtol: float | None = None
+    atol: float | None = None
+    feature: str = ""
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.name.encode())
+
+    def build(self) -> dict[str, Any]:
+        """The case's arguments (NumPy), the same on every call."""
+        return self.arguments(np.random.default_rng(self.seed))
+
+    def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
+        rtol, atol = tolerance(dtype)
+        return (self.rtol if self.rtol is not None else rtol,
+                self.atol if self.atol is not None else atol)
+
+    def check_on(self, backend: Any, label: str = "") -> None:
+        """Run the program on ``backend`` over the case's arguments and assert that every
+        output matches the reference (``label`` names the run in a failure)."""
+        host = self.build()
+        expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
+        self.reference(**expected)
+        self.program.with_backend(backend)(**host)
+        for name in self.outputs:
+            rtol, atol = self.tolerance(expected[name].dtype)
+            np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
+                                       err_msg=f"{self.name} {label}: {name}" if label else "")
+
+
+def tolerance(dtype: np.dtype) -> tuple[float, float]:
+    """(rtol, atol) for comparing results of ``dtype``: exact for integers and booleans."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return 1e-12, 1e-12
+    if dtype == np.float32:
+        return 1e-5, 1e-5
+    return 0.0, 0.0
+
+
+@attrs.frozen
+class Feature:
+    """A feature of the DSL and its corpus cases: one line of the conformance summary.
+
+    A feature module makes its features and fills them with :meth:`add` as it is imported;
+    ``backends.conformance.corpus`` gathers them.
+    """
+
+    name: str
+    cases: list[Case] = attrs.field(factory=list, eq=False, repr=False)
+
+    def add(self, name: str, program_: Any,
+            arguments: Callable[[np.random.Generator], dict[str, Any]],
+            reference: Callable[..., None], outputs: tuple[str, ...] = ("out",),
+            rtol: float | None = None, atol: float | None = None) -> None:
+        """Add the case ``name`` of this feature (see :class:`Case` for the rest)."""
+        self.cases.append(
+            Case(name, program_, arguments, outputs, reference, rtol, atol, feature=self.name)
+        )
+
+
+@attrs.frozen
+class MissingHalo:
+    """A program that must raise DomainError, and what the message must name."""
+
+    name: str
+    program: Any
+    field: str
+    dimension: str
+    missing: int
+
+# --------------------------------------------------------------------------- data and slicing
+
+
+def floats(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE, lo: float = -1.0,
+           hi: float = 1.0, dtype: Any = np.float64) -> np.ndarray:
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def away_from_zero(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE, lo: float = 0.5,
+                   hi: float = 2.0, dtype: Any = np.float64) -> np.ndarray:
+    """Values with |x| in [lo, hi) and random sign: safe divisors."""
+    sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+    return (sign * rng.uniform(lo, hi, shape)).astype(dtype)
+
+
+def ties(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE,
+         dtype: Any = np.float64) -> np.ndarray:
+    """Multiples of 0.5 in [-2, 2]: comparisons see equal values often."""
+    return (rng.integers(-4, 5, shape) / 2.0).astype(dtype)
+
+
+def ints(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE, lo: int = -20, hi: int = 20,
+         dtype: Any = np.int32) -> np.ndarray:
+    return rng.integers(lo, hi + 1, shape).astype(dtype)
+
+
+def nonzero_ints(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE, hi: int = 7,
+                 dtype: Any = np.int32) -> np.ndarray:
+    sign = np.where(rng.random(shape) < 0.5, -1, 1)
+    return (sign * rng.integers(1, hi + 1, shape)).astype(dtype)
+
+
+def bools(rng: np.random.Generator, shape: tuple[int, ...] = SHAPE) -> np.ndarray:
+    return rng.random(shape) < 0.5
+
+
+def sentinel(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An output's initial contents: a value no program computes (a checkerboard for bool)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.indices(shape).sum(axis=0) % 2 == 0
+    if np.issubdtype(dtype, np.integer):
+        return np.full(shape, INT_SENTINEL, dtype)
+    return np.full(shape, FLOAT_SENTINEL, dtype)
+
+
+def dom(shape: tuple[int, ...], index: Any) -> tuple[slice, ...]:
+    """The out slice ``index`` (``np.s_[1:-1, :, 2:]``) as concrete ``slice(start, stop)``s."""
+    index = index if isinstance(index, tuple) else (index,)
+    return tuple(slice(*s.indices(n)[:2]) for s, n in zip(index, shape, strict=True))
+
+
+def at(a: np.ndarray, domain: tuple[slice, ...], *shift: int) -> np.ndarray:
+    """``a`` over ``domain`` shifted by ``shift`` (per dimension, missing ones 0): ``a(I+1)``."""
+    shift = shift + (0,) * (len(domain) - len(shift))
+    index = []
+    for s, offset, n in zip(domain, shift, a.shape, strict=True):
+        lo, hi = s.start + offset, s.stop + offset
+        assert lo >= 0 and hi <= n, "the reference reads outside its input (a corpus bug)"
+        index.append(slice(lo, hi))
+    return a[tuple(index)]
+
+
+def at_ij(g: np.ndarray, domain: tuple[slice, ...], di: int = 0, dj: int = 0) -> np.ndarray:
+    """An IJ field over a 3D ``domain``, broadcast along K."""
+    return at(g, domain[:2], di, dj)[:, :, None]
+
+
+def arguments(**spec: Callable[[np.random.Generator], Any]) -> Callable[
+        [np.random.Generator], dict[str, Any]]:
+    """A builder calling each ``spec`` value with the generator, in keyword order."""
+    def build(rng: np.random.Generator) -> dict[str, Any]:
+        return {name: make(rng) for name, make in spec.items()}
+    return build
+
+
+def F(lo: float = -1.0, hi: float = 1.0, dtype: Any = np.float64,
+      shape: tuple[int, ...] = SHAPE) -> Callable[[np.random.Generator], np.ndarray]:
+    return lambda rng: floats(rng, shape, lo, hi, dtype)
+
+
+def OUT(dtype: Any = np.float64, shape: tuple[int, ...] = SHAPE) -> Callable[
+        [np.random.Generator], np.ndarray]:
+    return lambda rng: sentinel(shape, dtype)
+
+
+def SCALAR(value: Any) -> Callable[[np.random.Generator], Any]:
+    return lambda rng: value
+
+

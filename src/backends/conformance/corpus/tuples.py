@@ -1,0 +1,189 @@
+"""Tuple returns, tuple parameters and nested tuple values.
+
+Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
+annotations``, since the DSL reads the annotations.
+"""
+
+
+import numpy as np
+
+from backends.conformance.corpus.cases import (
+    IJ,
+    IJK,
+    OUT,
+    SHAPE_2D,
+    F,
+    Feature,
+    I,
+    IJKb,
+    arguments,
+    at,
+    dom,
+)
+from pipeline.dsl import (
+    field_operator,
+    float64,
+    program,
+)
+
+TUPLES = Feature("tuples")
+
+# =========================================================================== tuple returns
+
+
+@field_operator
+def sum_diff(a: IJK, b: IJK) -> tuple[IJK, IJK]:
+    return a + b, a - b
+
+
+@program
+def sum_diff_program(a: IJK, b: IJK, s: IJK, d: IJK):
+    sum_diff(a, b, out=(s[1:-1, :, :], d[1:-1, :, :]))
+
+
+def sum_diff_reference(a, b, s, d):
+    dm = dom(s.shape, np.s_[1:-1, :, :])
+    s[dm] = at(a, dm) + at(b, dm)
+    d[dm] = at(a, dm) - at(b, dm)
+
+
+TUPLES.add("tuple_return_sliced", sum_diff_program, arguments(a=F(), b=F(), s=OUT(), d=OUT()),
+    sum_diff_reference, outputs=("s", "d"))
+
+
+@field_operator
+def gradient_and_sign(f: IJK) -> tuple[IJK, IJKb]:
+    return f(I + 1) - f, f > 0.0
+
+
+@program
+def gradient_and_sign_program(f: IJK, grad: IJK, positive: IJKb):
+    gradient_and_sign(f, out=(grad[:-1, :, :], positive[:-1, :, :]))
+
+
+def gradient_and_sign_reference(f, grad, positive):
+    d = dom(grad.shape, np.s_[:-1, :, :])
+    grad[d] = at(f, d, 1) - at(f, d)
+    positive[d] = at(f, d) > 0.0
+
+
+TUPLES.add("tuple_return_mixed_dtypes_shifted", gradient_and_sign_program,
+    arguments(f=F(), grad=OUT(), positive=OUT(np.bool_)), gradient_and_sign_reference,
+    outputs=("grad", "positive"))
+
+
+@field_operator
+def product_and_sum(a: IJK, b: IJK) -> tuple[IJK, IJK]:
+    return a * b, a + b
+
+
+@program
+def product_and_sum_program(a: IJK, b: IJK, p: IJK, q: IJK):
+    product_and_sum(a, b, out=(p, q))
+
+
+def product_and_sum_reference(a, b, p, q):
+    p[...] = a * b
+    q[...] = a + b
+
+
+TUPLES.add("tuple_return_full_domain", product_and_sum_program,
+    arguments(a=F(), b=F(), p=OUT(), q=OUT()), product_and_sum_reference, outputs=("p", "q"))
+
+
+# =========================================================================== tuples
+
+
+@field_operator
+def swap_scale(pair: tuple[IJ, IJ], s: float64) -> tuple[IJ, tuple[IJ, IJ]]:
+    a, b = pair
+    t = (b * s, a)
+    u = t[1] + pair[0]
+    return u, (t[0], t[1] - b)
+
+
+@field_operator
+def swap_scale_shifted(x: IJ, y: IJ) -> tuple[IJ, tuple[IJ, IJ]]:
+    return swap_scale((x, y(I + 1)), s=2.0)
+
+
+@program
+def tuples_program(x: IJ, y: IJ, o1: IJ, o2: IJ, o3: IJ):
+    swap_scale_shifted(x, y, out=(o1[:-1, :], (o2[:-1, :], o3[:-1, :])))
+    swap_scale((x, y), 3.0, out=(o1[-1:, :], (o2[-1:, :], o3[-1:, :])))
+
+
+def tuples_reference(x, y, o1, o2, o3):
+    o1[:] = 2.0 * x
+    o2[:-1], o2[-1:] = 2.0 * y[1:], 3.0 * y[-1:]
+    o3[:-1], o3[-1:] = x[:-1] - y[1:], x[-1:] - y[-1:]
+
+
+TUPLES.add("tuple_parameters_values_and_nested_results", tuples_program,
+    arguments(x=F(shape=SHAPE_2D), y=F(shape=SHAPE_2D), o1=OUT(shape=SHAPE_2D),
+              o2=OUT(shape=SHAPE_2D), o3=OUT(shape=SHAPE_2D)),
+    tuples_reference, outputs=("o1", "o2", "o3"))
+
+
+@field_operator
+def scaled_pair(pair: tuple[IJ, IJ], s: float64) -> tuple[IJ, IJ]:
+    return pair[0] * s, pair[1]
+
+
+@field_operator
+def nested_as_in_python(t: tuple[IJ, tuple[IJ, IJ]]) -> tuple[IJ, IJ, IJ]:
+    # Each read means what it means in Python: t[1] is the inner pair, not a leaf.
+    x, pair = t
+    a, (b, c) = t
+    u = t[1][0] - pair[1] + t[-1][-1]
+    v, w = scaled_pair(t[1], s=2.0)
+    return x + a * t[0], u + b - c, v + w
+
+
+@field_operator
+def nested_from_a_call(x: IJ, y: IJ) -> IJ:
+    inner = swap_scale((x, y), s=3.0)[1]
+    return inner[0] + swap_scale((x, y), s=1.0)[1][1]
+
+
+@program
+def nested_indexing_program(x: IJ, y: IJ, z: IJ, o1: IJ, o2: IJ, o3: IJ, o4: IJ):
+    nested_as_in_python((x, (y, z)), out=(o1, o2, o3))
+    nested_from_a_call(x, y, out=o4)
+
+
+def nested_indexing_reference(x, y, z, o1, o2, o3, o4):
+    o1[:] = x + x * x
+    o2[:] = 2.0 * y - z
+    o3[:] = 2.0 * y + z
+    o4[:] = 3.0 * y + (x - y)
+
+
+TUPLES.add("nested_tuples_indexed_and_unpacked_as_in_python", nested_indexing_program,
+    arguments(x=F(shape=SHAPE_2D), y=F(shape=SHAPE_2D), z=F(shape=SHAPE_2D),
+              o1=OUT(shape=SHAPE_2D), o2=OUT(shape=SHAPE_2D), o3=OUT(shape=SHAPE_2D),
+              o4=OUT(shape=SHAPE_2D)),
+    nested_indexing_reference, outputs=("o1", "o2", "o3", "o4"))
+
+
+@field_operator
+def volume_and_surface(a: IJK, b: IJ) -> tuple[IJK, IJ, IJK]:
+    s = b * 2.0
+    return a + s, s(I + 1), a * s
+
+
+@program
+def mixed_dimensions_program(a: IJK, b: IJ, x: IJK, y: IJ, z: IJK):
+    volume_and_surface(a, b, out=(x[:-1], y[:-1], z[:-1]))
+
+
+def mixed_dimensions_reference(a, b, x, y, z):
+    x[:-1] = a[:-1] + 2.0 * b[:-1, :, None]
+    y[:-1] = 2.0 * b[1:]
+    z[:-1] = a[:-1] * 2.0 * b[:-1, :, None]
+
+
+TUPLES.add("tuple_result_over_different_dimensions", mixed_dimensions_program,
+    arguments(a=F(), b=F(shape=SHAPE_2D), x=OUT(), y=OUT(shape=SHAPE_2D), z=OUT()),
+    mixed_dimensions_reference, outputs=("x", "y", "z"))
+
