@@ -102,3 +102,26 @@ def test_invisible_blocks_run_and_skipped_blocks_do_not(tmp_path: Path) -> None:
     program = program_of(document)
     assert "value = 41" in program and "SystemExit" not in program
     exec(compile(program, str(document), "exec"), {})  # noqa: S102
+
+
+def _contract_case_names() -> set[str]:
+    """The corpus cases docs/backend-contract.md names: the last column of the number rules'
+    table (section 5) and the "Corpus:" paragraphs."""
+    text = (ROOT / "docs" / "backend-contract.md").read_text()
+    rules = text[text.index("## 5."):text.index("## 6.")]
+    names: set[str] = set()
+    for line in rules.splitlines()[3:]:  # the heading, a blank line, the table's header
+        if line.startswith("| "):
+            names.update(re.findall(r"`([a-z0-9_]+)`", line.rsplit("|", 2)[-2]))
+    for paragraph in re.findall(r"^Corpus:.*?(?:\n\n|\Z)", text, re.MULTILINE | re.DOTALL):
+        names.update(re.findall(r"`([a-z0-9_]+)`", paragraph))
+    return names
+
+
+def test_every_rule_of_the_backend_contract_names_cases_that_exist() -> None:
+    from backends.conformance.corpus import CASES  # noqa: PLC0415
+
+    named = _contract_case_names()
+    assert len(named) >= 25  # the number rules and the sections' lists
+    missing = named - {case.name for case in CASES}
+    assert not missing, f"docs/backend-contract.md names cases the corpus lacks: {missing}"

@@ -24,6 +24,7 @@ from backends.conformance.corpus import (
     dtypes,
     scalars,
     scans,
+    semantics,
     tuples,
 )
 from backends.conformance.corpus.cases import (
@@ -81,6 +82,7 @@ FEATURES: tuple[Feature, ...] = (
     arithmetic.COMPARISONS,
     arithmetic.BOOLEAN_LOGIC,
     arithmetic.WHERE,
+    semantics.NUMBER_SEMANTICS,
     builtins.MATH_BUILTINS,
     dtypes.ASTYPE,
     dtypes.DTYPES_AND_LITERALS,
