@@ -348,7 +348,7 @@ CASES = [
     (with_bool_of_field, DSLTypeError, "E:bool-field", r"bool\(\) converts scalars only.*astype"),
     (with_unknown_keyword, DSLTypeError, "E:kw-unknown", r"identity_op\(\) has no parameter 'g'"),
     (with_keyword_twice, DSLTypeError, "E:kw-twice", r"got argument 'f' twice"),
-    (with_one_branch_local, DSLNameError, "E:one-branch", r"'y' is read here but is assigned in only one branch of the `if` at line \d+"),
+    (with_one_branch_local, DSLNameError, "E:one-branch", r"'y' is read here but is assigned in only one branch of the `if` at line 214 "),
     (with_one_branch_tuple_local, DSLNameError, "E:one-branch-tuple", r"'pair' is read here but is assigned in only one branch"),
     (with_one_branch_local_read_in_a_later_if, DSLNameError, "E:one-branch-later", r"'y' is read here"),
     (with_a_path_without_return, DSLSyntaxError, "E:no-return", r"when the condition of this `if` is false, 'with_a_path_without_return' reaches its end without a return"),

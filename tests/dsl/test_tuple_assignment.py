@@ -6,9 +6,21 @@ names held the old ``b``. In a scan body, any name bound twice used to give wron
 No ``from __future__ import annotations``: the DSL reads the annotations.
 """
 
-import numpy as np
+from pathlib import Path
 
-from pipeline.dsl import Dimension, Field, bool_, field_operator, float64, program, scan_operator
+import numpy as np
+import pytest
+
+from pipeline.dsl import (
+    Dimension,
+    DSLTypeError,
+    Field,
+    bool_,
+    field_operator,
+    float64,
+    program,
+    scan_operator,
+)
 
 I, K = Dimension("I"), Dimension("K")  # noqa: E741
 F = Field[[I, K], float64]
@@ -104,6 +116,30 @@ def fibonacci_by_rebinding_program(x: F, out: F):
     fibonacci_by_rebinding_first(x, out=out)
 
 
+@field_operator
+def tuple_then_value(a: F, b: F) -> F:
+    t = a, b
+    t = a + 10.0 * b
+    return t
+
+
+@program
+def tuple_then_value_program(a: F, b: F, out: F):
+    tuple_then_value(a, b, out=out)
+
+
+@field_operator
+def value_then_tuple(a: F, b: F) -> F:
+    t = a
+    t = b, t
+    return t[0] + 10.0 * t[1]
+
+
+@program
+def value_then_tuple_program(a: F, b: F, out: F):
+    value_then_tuple(a, b, out=out)
+
+
 def _fields(count, to_backend_array, backend):
     rng = np.random.default_rng(41)
     hosts = [rng.integers(-9, 9, SHAPE).astype(np.float64) for _ in range(count)]
@@ -175,3 +211,73 @@ def test_a_name_bound_again_in_a_scan_body(
         run_program,
     )
     np.testing.assert_array_equal(result, _fibonacci_reference(x))
+
+
+def test_a_tuple_name_bound_again_to_one_value_holds_that_value(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    (a, b), arrays = _fields(2, to_backend_array, dsl_backend)
+    result = _run(
+        tuple_then_value_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program
+    )
+    np.testing.assert_array_equal(result, a + 10.0 * b)
+
+
+def test_a_value_name_bound_again_to_a_tuple_holds_the_tuple(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    (a, b), arrays = _fields(2, to_backend_array, dsl_backend)
+    result = _run(
+        value_then_tuple_program, arrays, dsl_backend, to_backend_array, to_numpy, run_program
+    )
+    np.testing.assert_array_equal(result, b + 10.0 * a)
+
+
+def test_unpacking_a_name_that_now_holds_one_value_is_refused_at_its_line():
+    @field_operator
+    def stale(a: F, b: F) -> tuple[F, F]:
+        t = a, b
+        t = a + b
+        u, v = t
+        return u, v
+
+    @program
+    def stale_program(a: F, b: F, x: F, y: F):
+        stale(a, b, out=(x, y))
+
+    with pytest.raises(DSLTypeError, match="one value unpacked into 2 name") as caught:
+        stale_program.frontend()
+    assert "u, v = t" in str(caught.value)
+
+
+def test_a_name_of_two_shapes_after_an_if_is_refused_only_where_it_is_read():
+    @field_operator
+    def unread(a: F, b: F, flag: bool_) -> F:
+        t = a, b
+        if flag:
+            t = a + b
+        return a
+
+    @field_operator
+    def read(a: F, b: F, flag: bool_) -> F:
+        t = a, b
+        if flag:  # the if that makes t of two shapes
+            t = a + b
+        return t
+
+    @program
+    def unread_program(a: F, b: F, flag: bool_, out: F):
+        unread(a, b, flag, out=out)
+
+    @program
+    def read_program(a: F, b: F, flag: bool_, out: F):
+        read(a, b, flag, out=out)
+
+    unread_program.frontend()  # as in Python: t is never read after the `if`
+    with pytest.raises(DSLTypeError, match="'t' is read here but holds values of different "
+                       "shapes on the two paths through the `if` at line") as caught:
+        read_program.frontend()
+    assert "return t" in str(caught.value)
+    lines = Path(__file__).read_text().splitlines()
+    if_line = 1 + next(i for i, line in enumerate(lines) if "the if that makes t" in line)
+    assert f"at line {if_line} " in str(caught.value)

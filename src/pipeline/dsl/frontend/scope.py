@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from pipeline.dsl.errors import DSLNameError
+from pipeline.dsl.errors import DSLNameError, DSLTypeError
 from pipeline.dsl.frontend.source import FunctionSource
 from pipeline.dsl.frontend.tuples import Names, component_names, shape
 
@@ -28,6 +28,8 @@ class Bindings:
     locals: frozenset[str]
     renames: Mapping[str, str]
     unbound: Mapping[str, int]
+    tuples: Mapping[str, Names]
+    mixed: Mapping[str, int]
 
 
 @attrs.define
@@ -43,6 +45,9 @@ class Scope:
     # Locals assigned in only one branch of an `if` (and not before it): the line of that
     # `if`. Only a read of one is an error (Python's UnboundLocalError on the other path).
     unbound: dict[str, int] = attrs.field(factory=dict)
+    # Names that hold a tuple on one path through an `if` and another shape on the other: the
+    # line of that `if`. As for `unbound`, only a read of one is an error.
+    mixed: dict[str, int] = attrs.field(factory=dict)
     branches: int = 0
     private_names: int = 0
     # Tuple-valued names (a tuple parameter or carry, a tuple local): their component
@@ -67,6 +72,7 @@ class Scope:
             rebound = name in self.locals or name in self.params
             self.locals.add(name)
             self.unbound.pop(name, None)
+            self.mixed.pop(name, None)
             if self.branches:
                 self.renames[name] = f"{name}__if{self.fresh()}"
             elif self.single_assignment and rebound:
@@ -80,7 +86,14 @@ class Scope:
         """Make ``name`` a tuple of component locals nested like ``value``; their names."""
         components = component_names(name, shape(value))
         self.tuples[name] = components
+        self.mixed.pop(name, None)
         return components
+
+    def single_local(self, name: str) -> None:
+        """Make ``name`` a local of one value, whatever it was (``t = a + b`` after
+        ``t = a, b``: as in Python, the name holds the new value alone)."""
+        self.tuples.pop(name, None)
+        self.mixed.pop(name, None)
 
     def check_bound(self, name: str, leaves: Sequence[str], node: ast.AST) -> None:
         """Refuse a read of ``name`` (whose locals are ``leaves``) where one of them was
@@ -89,6 +102,14 @@ class Scope:
         Raises:
             DSLNameError: such a read.
         """
+        if name in self.mixed:
+            raise self.source.error(
+                DSLTypeError,
+                f"{name!r} is read here but holds values of different shapes on the two paths "
+                f"through the `if` at line {self.mixed[name]} (a tuple on one, not on the "
+                "other); give it values of one shape on both paths, or use another name",
+                node,
+            )
         lines = [self.unbound[leaf] for leaf in leaves if leaf in self.unbound]
         if lines:
             raise self.source.error(
@@ -101,13 +122,21 @@ class Scope:
 
     def save(self) -> Bindings:
         """The current bindings, to restore later."""
-        return Bindings(frozenset(self.locals), dict(self.renames), dict(self.unbound))
+        return Bindings(
+            frozenset(self.locals),
+            dict(self.renames),
+            dict(self.unbound),
+            dict(self.tuples),
+            dict(self.mixed),
+        )
 
     def restore(self, saved: Bindings) -> None:
         """Go back to ``saved`` bindings."""
         self.locals = set(saved.locals)
         self.renames = dict(saved.renames)
         self.unbound = dict(saved.unbound)
+        self.tuples = dict(saved.tuples)
+        self.mixed = dict(saved.mixed)
 
     def bound_names(self) -> dict[str, str]:
         """Each local's current IR name."""

@@ -16,7 +16,16 @@ from collections.abc import Mapping
 from pipeline.dsl.builtins import SCALAR_CHOICE
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.expressions import ExpressionParser
-from pipeline.dsl.frontend.tuples import Values, describe_shape, leaves, name_leaves, nest, shape
+from pipeline.dsl.frontend.scope import Scope
+from pipeline.dsl.frontend.tuples import (
+    Names,
+    Values,
+    describe_shape,
+    leaves,
+    name_leaves,
+    nest,
+    shape,
+)
 from pipeline.dsl.ir.nodes import Assign, Call, ConcatWhere, Expr, Ref, SourceLocation
 from pipeline.dsl.passes.traversal import substitute, walk
 
@@ -149,6 +158,7 @@ def _unpack(
             pairs += zip(name_leaves(names), leaves(value), strict=True)
         case ast.Name(id=name):
             assert not isinstance(value, tuple)
+            parser.scope.single_local(name)
             pairs.append((name, value))
         case ast.Tuple(elts=targets) if not isinstance(value, tuple):
             raise source.error(
@@ -195,16 +205,24 @@ def _parse_if(
     outer = scope.save()
     results: list[Values | None] = []
     bound: list[dict[str, str]] = []
+    tuples: list[dict[str, Names]] = []
     unbound: dict[str, int] = {}
+    mixed: dict[str, int] = {}
     scope.branches += 1
     for block in branches:
         scope.restore(outer)
         results.append(parse_block(block, parser, body))
         bound.append(scope.bound_names())
+        tuples.append(dict(scope.tuples))
         unbound.update(scope.unbound)
+        mixed.update(scope.mixed)
     scope.branches -= 1
     scope.restore(outer)
     scope.unbound = unbound
+    scope.mixed = mixed
+    scope.tuples = _merge_tuples(
+        statement, (tuples[0], tuples[1]), (bound[0], bound[1]), scope
+    )
     if results[0] is not None and results[1] is not None:
         return _merge_results(statement, condition, (results[0], results[1]), parser)
     if results[0] is not None or results[1] is not None:
@@ -217,6 +235,26 @@ def _parse_if(
         )
     _merge_locals(statement, condition, (bound[0], bound[1]), outer.renames, parser, body)
     return parse_block(rest, parser, body)
+
+
+def _merge_tuples(
+    statement: ast.If,
+    tuples: tuple[dict[str, Names], dict[str, Names]],
+    bound: tuple[dict[str, str], dict[str, str]],
+    scope: Scope,
+) -> dict[str, Names]:
+    """The tuple-valued names after an ``if``. A name bound on both paths with different
+    shapes (a tuple on one) has no one shape after it: only a read of it is an error
+    (``Scope.mixed``). A name bound on one path only keeps that path's shape, and a read of
+    it is the error of a local assigned in one branch."""
+    merged = {}
+    for name in set(tuples[0]) | set(tuples[1]):
+        on_paths = [name in t or name in b for t, b in zip(tuples, bound, strict=True)]
+        if tuples[0].get(name) == tuples[1].get(name) or not all(on_paths):
+            merged[name] = tuples[0].get(name) or tuples[1][name]
+        else:
+            scope.mixed[name] = scope.source.location(statement).line
+    return merged
 
 
 def _merge_results(
@@ -272,7 +310,7 @@ def _merge_locals(
         if choices[0] == choices[1]:
             continue  # neither branch assigned it
         if None in choices:
-            scope.unbound[name] = statement.lineno
+            scope.unbound[name] = scope.source.location(statement).line
             continue
         value = Call(SCALAR_CHOICE, tuple([condition, *(Ref(c) for c in choices)]), loc=loc)  # type: ignore[arg-type]
         body.append(Assign(scope.bind((name,)), value, loc=loc))
