@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import attrs
 
-from backends.c.addressing import element_offset, output_stores
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.c.scratch import SCRATCH_C
 from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
 from backends.c.vectors import VECTOR_C, VECTOR_TYPE, VectorEmitter, vectorizable
+from backends.clike.addressing import element_offset, output_stores
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.loops import StencilLayout
 from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
 from pipeline.dsl.passes.traversal import walk

@@ -25,8 +25,8 @@ import attrs
 
 from backends.build_cache import BuildCache, BuildSpace
 from backends.c import support, units
-from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
+from backends.clike.source import C_SOURCE
 from pipeline.caching import make_private, package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat

@@ -36,9 +36,9 @@ import attrs
 import numpy as np
 
 from backends.c.codegen import StencilCode, _StencilGenerator
-from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.c.scratch import SCRATCH_C
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
 from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Scan, Stencil
 from pipeline.dsl.passes.traversal import walk

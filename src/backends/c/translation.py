@@ -8,16 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from allocators import DeviceType
 from backends import loops
 from backends.c import (
-    addressing,
     bindings,
     codegen,
-    expressions,
     launch_abi,
     machine,
-    runtime,
     scratch,
     specialization,
     streaming,
@@ -28,23 +24,23 @@ from backends.c import (
 from backends.c.bindings import generate_module
 from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
-from backends.c.runtime import runtime_for
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
+from backends.clike import addressing, expressions, runtime, source
+from backends.clike.runtime import runtime_for
+from backends.clike.source import C_SOURCE, unit_stride_flags
 from backends.loops import plan_sweeps
 from pipeline.dsl import arguments
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.stages import CompilableProgram
-from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.stages import CompileTimeArgs, ProgramSource, SourceFormat
+from pipeline.stages import ProgramSource, SourceFormat
 
 if TYPE_CHECKING:
     from backends.c.tuning import Tuning
 
-__all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
+__all__ = ["CTranslation"]
 
-C_SOURCE = SourceFormat("c", DeviceType.CPU)
 # pipeline.dsl.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
     loops,
@@ -56,6 +52,7 @@ _GENERATOR_VERSION = source_digest(
     launch_abi,
     runtime,
     scratch,
+    source,
     specialization,
     streaming,
     sweeps,
@@ -64,24 +61,6 @@ _GENERATOR_VERSION = source_digest(
     arguments,
     sys.modules[__name__],
 )
-
-
-def unit_stride_flags(program: ProgramIR, compile_time_args: CompileTimeArgs) -> dict[str, bool]:
-    """Which field parameters the code may assume contiguous in their last dimension.
-
-    ``compile_time_args.get("unit_stride")`` holds one flag per parameter (``None`` for
-    scalars); without it every field is assumed contiguous (the common case, and what
-    ``lower()`` without arguments shows).
-    """
-    flags = compile_time_args.get("unit_stride")
-    fields = [p.name for p in program.params if isinstance(p.type, FieldType)]
-    if flags is None:
-        return dict.fromkeys(fields, True)
-    return {
-        p.name: bool(flag)
-        for p, flag in zip(program.params, flags, strict=True)
-        if p.name in fields
-    }
 
 
 def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

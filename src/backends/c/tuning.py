@@ -42,8 +42,8 @@ from backends.c.codegen import generate_stencil
 from backends.c.compilation import CCompilation, CompilationError
 from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
 from backends.c.measurement import measurement_grid, measurement_source
-from backends.c.runtime import runtime_for
 from backends.c.variants import Choice, Variant, choose_unmeasured
+from backends.clike.runtime import runtime_for
 from backends.loops import StencilLayout
 from pipeline.caching import CachedStep, StepCache
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil

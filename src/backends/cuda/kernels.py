@@ -4,7 +4,7 @@ A kernel's threads cover the stencil's *parallel* dimensions: the innermost on t
 axis (so that a warp reads consecutive elements of a field contiguous along it), the next on
 y, the others flattened on z; y and z are walked in grid-stride loops, so any domain fits the
 grid's limits. Each thread computes its point with the same expression lowering as the C
-backend (``backends.c.expressions``: NumPy's casts, wrapping integers, ``concat_where`` as a
+backend (``backends.clike.expressions``: NumPy's casts, wrapping integers, ``concat_where`` as a
 branch computed only where chosen), recomputing locals read at shifted positions at each use.
 
 Two shapes of kernel::
@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from backends.c.addressing import base_offset, element_offset, output_stores
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, PassStorage, literal
+from backends.clike.addressing import base_offset, element_offset, output_stores
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets, PassStorage, literal
 from backends.cuda.interface import KernelPlan
 from backends.loops import StencilLayout, SweepPlan, plan_sweeps
 from pipeline.dsl.ir.nodes import ProgramIR, Scan, Stencil

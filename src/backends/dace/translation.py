@@ -45,9 +45,9 @@ import numpy as np
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import expressions, runtime
-from backends.c.runtime import RUNTIME_C
-from backends.c.translation import unit_stride_flags
+from backends.clike import expressions, runtime, source
+from backends.clike.runtime import RUNTIME_C
+from backends.clike.source import unit_stride_flags
 from backends.dace import naming, otf, recipe, tasklets, tiling
 from backends.dace.naming import SDFGInterface
 from backends.dace.recipe import SDFGRecipe, apply_recipe
@@ -65,7 +65,16 @@ SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
 _GENERATOR_VERSION = source_digest(
-    loops, tasklets, expressions, runtime, naming, recipe, otf, tiling, sys.modules[__name__]
+    loops,
+    tasklets,
+    expressions,
+    runtime,
+    source,
+    naming,
+    recipe,
+    otf,
+    tiling,
+    sys.modules[__name__],
 )
 
 

@@ -4,7 +4,7 @@ An ``ExpressionEmitter`` turns a typed IR expression into ``const`` SSA statemen
 semantics: values are converted to each node's dtype exactly where NumPy converts them,
 integer arithmetic wraps, ``where`` is a select on values computed unconditionally (so loops
 vectorize), and ``//``, ``%``, ``**``, ``minimum`` and ``maximum`` call the helpers of
-``backends.c.runtime``. How a *read* is emitted (a pointer with strides, a temporary buffer, a
+``backends.clike.runtime``. How a *read* is emitted (a pointer with strides, a temporary buffer, a
 DaCe connector) is the caller's business: it passes a ``read`` callback.
 """
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from backends.c.expressions import ExpressionEmitter, convert
+from backends.clike.expressions import ExpressionEmitter, convert
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.types import FieldType
 
