@@ -287,12 +287,7 @@ class _SweepGenerator(_StencilGenerator):
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))
             stores = self._store_outputs(body) if phase == last else []
-            for sweep in body.sweeps:
-                n = numbers[sweep.key]
-                for i, value in enumerate(sweep.new_carry):
-                    stores.append(f"c{n}_{i}[{slot}] = {value};")
-                    if phase < last:
-                        stores.append(f"k{n}_{i}[{kept}] = {value};")
+            stores += storage.stores(body.sweeps)
             passes.append((forward, body.lines, stores))
 
         carries = [

@@ -288,12 +288,7 @@ class _KernelGenerator:
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))
             stores = self.store_outputs(body) if phase == last else []
-            for sweep in body.sweeps:
-                n = numbers[sweep.key]
-                for i, value in enumerate(sweep.new_carry):
-                    stores.append(f"c{n}_{i} = {value};")
-                    if phase < last:
-                        stores.append(f"k{n}_{i}[{kept_index}] = {value};")
+            stores += storage.stores(body.sweeps)
             lines.append(f"{indent}{{")
             for key in phase_keys:
                 for i, param in enumerate(key[0].carry):

@@ -553,12 +553,7 @@ class _StencilStates:
             )
             lines += [f"    {line.strip()}" for line in body.lines]
             lines += [f"    {target} = {value};" for target, value in stores]
-            for sweep in body.sweeps:
-                n = numbers[sweep.key]
-                for i, value in enumerate(sweep.new_carry):
-                    lines.append(f"    c{n}_{i} = {value};")
-                    if phase < last:
-                        lines.append(f"    k{n}_{i}[k] = {value};")
+            lines += [f"    {store}" for store in scans.stores(body.sweeps)]
             lines.append("}")
         for key, n in numbers.items():
             if plan.phase_of(key) < last:
