@@ -42,10 +42,10 @@ import attrs
 from backends.c.scratch import SCRATCH_C
 from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
 from backends.c.vectors import VECTOR_C, VECTOR_TYPE, VectorEmitter, vectorizable
-from backends.clike.addressing import element_offset, output_stores
+from backends.clike.addressing import element_offset, output_stores, parameter_read
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
-from backends.loops import StencilLayout
-from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
+from backends.clike.generator import StencilGenerator, StencilSite
+from pipeline.dsl.ir.nodes import Expr, Ref, combine_offsets
 from pipeline.dsl.passes.traversal import walk
 from pipeline.dsl.types import FieldType, ScalarType, float64
 
@@ -151,14 +151,11 @@ class _Plan:
     prefetches: Sequence[_Prefetch]
 
 
-class _StencilGenerator:
+class _StencilGenerator(StencilGenerator):
     def __init__(
         self,
-        program: ProgramIR,
-        stencil: Stencil,
-        index: int,
+        site: StencilSite,
         *,
-        unit_stride: Mapping[str, bool],
         temporaries: bool,
         tile_sizes: Sequence[int],
         parallel_min_points: int,
@@ -167,20 +164,14 @@ class _StencilGenerator:
         rows: bool = False,
         inner_extent: int | None = None,
     ) -> None:
-        self.program = program
+        super().__init__(site, temporaries=temporaries)
         self.inner_extent = inner_extent
-        self.stencil = stencil
-        self.index = index
-        self.unit_stride = unit_stride
         self.tile_sizes = tuple(tile_sizes)
         self.parallel_min_points = parallel_min_points
         self.prefetch_distance = prefetch_distance
         self.counter = 0
-        layout = StencilLayout.of(program, stencil, temporaries=temporaries)
-        self.dims = layout.dims
-        self.definitions = dict(layout.definitions)
         self.temporaries: dict[str, _Temporary] = {}
-        for name, extent in layout.temporaries.items():
+        for name, extent in self.layout.temporaries.items():
             local_type = self.definitions[name].type
             assert local_type is not None
             self.temporaries[name] = _Temporary(
@@ -264,13 +255,7 @@ class _StencilGenerator:
             return body.load(temp.ctype, f"t_{name}[{index}]")
         if name in self.definitions:
             return body.value(self.definitions[name], offsets)
-        param = self.program.param(name)
-        if isinstance(param.type, ScalarType):
-            return f"sc_{name}"
-        offset = element_offset(
-            name, param.type.dim_names, shift, self.unit_stride.get(name, False)
-        )
-        return body.load(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
+        return parameter_read(self.program, self.unit_stride, body, name, offsets)
 
     def _temp_index(self, temp: _Temporary, shift: Mapping[str, int]) -> str:
         index = ""
@@ -1115,11 +1100,8 @@ def _loop_index(dim: str) -> str:
 
 
 def generate_stencil(
-    program: ProgramIR,
-    stencil: Stencil,
-    index: int,
+    site: StencilSite,
     *,
-    unit_stride: Mapping[str, bool],
     temporaries: bool,
     tile_sizes: Sequence[int],
     parallel_min_points: int,
@@ -1128,7 +1110,7 @@ def generate_stencil(
     rows: bool = False,
     inner_extent: int | None = None,
 ) -> StencilCode:
-    """The C function ``sf_stencil_<index>`` computing ``stencil`` over a domain.
+    """The C function ``sf_stencil_<index>`` computing ``site``'s stencil over a domain.
 
     The function takes the argument struct and the domain (``lo``/``hi`` per iteration
     dimension) and returns 0, or -1 when a temporary could not be allocated.
@@ -1141,10 +1123,7 @@ def generate_stencil(
     any other).
     """
     return _StencilGenerator(
-        program,
-        stencil,
-        index,
-        unit_stride=unit_stride,
+        site,
         temporaries=temporaries,
         tile_sizes=tile_sizes,
         parallel_min_points=parallel_min_points,

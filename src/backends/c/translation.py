@@ -26,7 +26,8 @@ from backends.c.codegen import StencilCode, generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
-from backends.clike import addressing, expressions, runtime, source
+from backends.clike import addressing, expressions, generator, runtime, source
+from backends.clike.generator import StencilSite
 from backends.clike.runtime import runtime_for
 from backends.clike.source import C_SOURCE, unit_stride_flags
 from backends.loops import plan_sweeps
@@ -47,6 +48,7 @@ _GENERATOR_VERSION = source_digest(
     addressing,
     codegen,
     expressions,
+    generator,
     machine,
     bindings,
     launch_abi,
@@ -233,12 +235,10 @@ class CTranslation:
         unit: dict[str, bool],
         extents: dict[str, int],
     ) -> tuple[StencilCode, Choice | None]:
+        site = StencilSite(ir, stencil, index, unit)
         if plan_sweeps(stencil) is not None:
             code = generate_sweep(
-                ir,
-                stencil,
-                index,
-                unit_stride=unit,
+                site,
                 parallel_min_points=self.parallel_min_points,
                 block=self.sweep_block,
                 l1_bytes=l1_data_cache_bytes(),
@@ -249,10 +249,7 @@ class CTranslation:
             return code, None
         choice = self.choose(ir, stencil, unit)
         code = generate_stencil(
-            ir,
-            stencil,
-            index,
-            unit_stride=unit,
+            site,
             temporaries=choice.variant.temporaries,
             tile_sizes=choice.variant.tile_sizes,
             parallel_min_points=self.parallel_min_points,

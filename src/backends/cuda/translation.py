@@ -10,7 +10,8 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.clike import addressing, expressions, runtime, source
+from backends.clike import addressing, expressions, generator, runtime, source
+from backends.clike.generator import StencilSite
 from backends.clike.runtime import BOOL_TYPEDEF, runtime_functions
 from backends.clike.source import unit_stride_flags
 from backends.cuda import interface, kernels
@@ -32,7 +33,15 @@ CUDA_SOURCE = SourceFormat("cuda", DeviceType.CUDA)
 MAX_PARAMETER_BYTES = 4096
 
 _GENERATOR_VERSION = source_digest(
-    loops, addressing, expressions, runtime, source, interface, kernels, sys.modules[__name__]
+    loops,
+    addressing,
+    expressions,
+    generator,
+    runtime,
+    source,
+    interface,
+    kernels,
+    sys.modules[__name__],
 )
 
 # The generated source includes no header under NVRTC (which has none) and only C's
@@ -156,10 +165,7 @@ class CudaTranslation:
     ) -> KernelCode:
         try:
             return generate_kernel(
-                ir,
-                stencil,
-                index,
-                unit_stride=unit,
+                StencilSite(ir, stencil, index, unit),
                 parallelization=self.parallelization,
                 block=self.block,
             )

@@ -45,14 +45,15 @@ import numpy as np
 
 from allocators import DeviceType
 from backends import loops
-from backends.clike import expressions, runtime, source
+from backends.clike import expressions, generator, runtime, source
+from backends.clike.generator import StencilGenerator, StencilSite
 from backends.clike.runtime import RUNTIME_C
 from backends.clike.source import unit_stride_flags
 from backends.dace import naming, otf, recipe, tasklets, tiling
 from backends.dace.naming import SDFGInterface
 from backends.dace.recipe import SDFGRecipe, apply_recipe
 from backends.dace.tasklets import Offsets, TaskletBody
-from backends.loops import StencilLayout, plan_sweeps
+from backends.loops import plan_sweeps
 from pipeline.dsl.ir.nodes import FieldExtent, ProgramIR, Scan, Stencil
 from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType, ScalarType
@@ -68,6 +69,7 @@ _GENERATOR_VERSION = source_digest(
     loops,
     tasklets,
     expressions,
+    generator,
     runtime,
     source,
     naming,
@@ -367,14 +369,11 @@ def _dace_type(dace: Any, dtype: np.dtype[Any]) -> Any:
     return dace.dtypes.typeclass(dtype.type)
 
 
-class _StencilStates:
+class _StencilStates(StencilGenerator):
     """The states of one stencil: temporaries first, then the outputs, guarded by its mode."""
 
     def __init__(self, builder: _Builder, stencil: Stencil, index: int) -> None:
         self.b = builder
-        self.stencil = stencil
-        self.index = index
-        ir = builder.ir
         # A stencil that runs scans sweeps its axis inside each tasklet: the axis is the row.
         self.sweep = plan_sweeps(stencil)
         options = builder.options
@@ -383,14 +382,13 @@ class _StencilStates:
             and self.sweep is None
             and (options.device_type != DeviceType.CPU or options.recipe.keeps_temporaries)
         )
-        layout = StencilLayout.of(ir, stencil, temporaries=temporaries)
-        self.dims: tuple[str, ...] = layout.dims
+        site = StencilSite(builder.ir, stencil, index, builder.unit_stride)
+        super().__init__(site, temporaries=temporaries)
         if self.sweep is not None:
             axis = self.sweep.axis
-            self.dims = (*(d for d in layout.dims if d != axis), axis)
-        self.definitions = dict(layout.definitions)
+            self.dims = (*(d for d in self.layout.dims if d != axis), axis)
         self.temporaries: dict[str, dict[str, tuple[int, int]]] = {
-            name: dict(extent) for name, extent in layout.temporaries.items()
+            name: dict(extent) for name, extent in self.layout.temporaries.items()
         }
         # On CPUs each tasklet computes a whole row along the innermost dimension in a loop
         # marked ``omp simd`` (DaCe emits no such pragma for a map): the row's reads and
@@ -398,7 +396,7 @@ class _StencilStates:
         # Recipe ``TILED`` wants one point per tasklet where there are temporaries to tile.
         self.rows = self.sweep is not None or (
             builder.options.device_type == DeviceType.CPU
-            and len(layout.dims) > 1
+            and len(self.layout.dims) > 1
             and (options.recipe.tasklet_rows or not self.temporaries)
         )
         self.lo = {d: builder.symbol(naming.domain_low(index, d)) for d in self.dims}
@@ -483,7 +481,7 @@ class _StencilStates:
         reach = {d: (f"{self.lo[d]}", f"{self.hi[d]}") for d in self.dims}
         outputs, elements = {}, {}
         for position, output in enumerate(self.stencil.outputs):
-            param = self.b.ir.param(output.name)
+            param = self.program.param(output.name)
             assert isinstance(param.type, FieldType)
             index = self._subset(param.type.dim_names, {}, {}, self._row(reach))
             outputs[f"o_{position}"] = f"{naming.array(output.name)}[{index}]"
@@ -496,7 +494,7 @@ class _StencilStates:
             for position, (target, result) in enumerate(
                 zip(self.stencil.outputs, self.stencil.results, strict=True)
             ):
-                param_type = self.b.ir.param(target.name).type
+                param_type = self.program.param(target.name).type
                 assert result.type is not None
                 stores.append(
                     (
@@ -625,7 +623,7 @@ class _StencilStates:
                 return self.dims
         for output in self.stencil.outputs:
             if data == naming.array(output.name):
-                param_type = self.b.ir.param(output.name).type
+                param_type = self.program.param(output.name).type
                 assert isinstance(param_type, FieldType)
                 return param_type.dim_names
         raise AssertionError(f"{data} is not written by stencil {self.index}")
@@ -637,7 +635,7 @@ class _StencilStates:
             return connector
         axis = list(dims).index(self.dims[-1])
         if name in self.temporaries or (
-            axis == len(dims) - 1 and self.b.unit_stride.get(name, False)
+            axis == len(dims) - 1 and self.unit_stride.get(name, False)
         ):
             return f"{connector}[k]"
         return f"{connector}[k * {naming.stride(name, axis)}]"
@@ -678,7 +676,7 @@ class _StencilStates:
                 return self._element(found, name, self.dims)
             if name in self.definitions:
                 return body.value(self.definitions[name], offsets)
-            param = self.b.ir.param(name)
+            param = self.program.param(name)
             if isinstance(param.type, ScalarType):
                 return connector(f"{naming.scalar(name)}[0]", (name, ()), naming.scalar(name), ())
             dims = param.type.dim_names
