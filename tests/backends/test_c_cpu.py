@@ -31,7 +31,6 @@ import backends  # noqa: E402
 from allocators import DeviceType  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.c import (  # noqa: E402
-    C_SOURCE,
     CCompilation,
     CLoading,
     DamagedArtifactError,
@@ -40,6 +39,7 @@ from backends.c import (  # noqa: E402
     compile_time_args,
 )
 from backends.cache import cache_directory  # noqa: E402
+from backends.clike.source import C_SOURCE  # noqa: E402
 from pipeline import (  # noqa: E402
     ArgumentError,
     CachedStep,

@@ -28,10 +28,10 @@ from backends.c.measurement import (  # noqa: E402
     measurement_grid,
     measurement_source,
 )
-from backends.c.runtime import RUNTIME_C  # noqa: E402
 from backends.c.stencil_code import StencilCode  # noqa: E402
 from backends.c.tuning import MeasurementRequest, MeasureVariants  # noqa: E402
 from backends.c.variants import Choice, Variant  # noqa: E402
+from backends.clike.runtime import RUNTIME_C  # noqa: E402
 from backends.loops import StencilLayout  # noqa: E402
 
 #: Read by the measuring executable instead of the system's clocks: wall-clock and processor

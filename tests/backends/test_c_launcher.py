@@ -28,9 +28,10 @@ from c_programs.support import CompilerWrapper  # noqa: E402
 import allocators  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
 from backends.build_cache import COMPLETE_MARKER  # noqa: E402
-from backends.c import C_SOURCE, CCompilation, CLoading, Launcher, c_cpu_pipeline  # noqa: E402
+from backends.c import CCompilation, CLoading, Launcher, c_cpu_pipeline  # noqa: E402
 from backends.c.launch_abi import DESCRIPTOR_SYMBOL, LAUNCH_ABI  # noqa: E402
 from backends.c.launcher import _import  # noqa: E402
+from backends.clike.source import C_SOURCE  # noqa: E402
 from pipeline import CompiledArtifact, ProgramSource  # noqa: E402
 from pipeline.errors import DamagedArtifactError  # noqa: E402
 from pipeline.fingerprint import fingerprint  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 import backends
 from backends import CompiledBackend
 from backends.c.bindings import resolved_slice
-from backends.c.expressions import _FLOAT_FUNCTIONS
-from backends.c.runtime import MATH_NAMES, RUNTIME_C, runtime_for
+from backends.clike.expressions import _FLOAT_FUNCTIONS
+from backends.clike.runtime import MATH_NAMES, RUNTIME_C, runtime_for
 from benchmarks.workloads import WORKLOADS
 
 

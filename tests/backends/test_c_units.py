@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backends.c import C_SOURCE, CCompilation, CompilationError
+from backends.c import CCompilation, CompilationError
 from backends.c.units import join_units, split_units
 from backends.clike.compiler import compiler_identity
+from backends.clike.source import C_SOURCE
 from pipeline.stages import ProgramSource
 
 _NAMES = st.text("abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12)

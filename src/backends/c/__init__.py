@@ -16,7 +16,7 @@ from backends.c.compilation import CCompilation, artifact_is_intact
 from backends.c.launcher import Launcher
 from backends.c.loading import CLoading, CompiledProgram, DamagedArtifactError
 from backends.c.specialization import compile_time_args
-from backends.c.translation import C_SOURCE, CTranslation
+from backends.c.translation import CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
 from backends.cache import cached_pipeline, step_cache, toolchain_directory
@@ -28,7 +28,6 @@ from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
 from pipeline.workflow import CompilePipeline
 
 __all__ = [
-    "C_SOURCE",
     "CCompilation",
     "CLoading",
     "CTranslation",

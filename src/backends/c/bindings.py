@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backends.c.expressions import C_TYPES
 from backends.c.launch_abi import DESCRIPTOR_C, DESCRIPTOR_SYMBOL, DTYPE_CODES
-from backends.c.runtime import runtime_for
 from backends.c.stencil_code import StencilCode
 from backends.c.units import join_units
+from backends.clike.expressions import C_TYPES
+from backends.clike.runtime import runtime_for
 from pipeline.dsl.arguments import overlap_pairs
 from pipeline.dsl.ir.nodes import GuardedRead, ProgramIR, Stencil
 from pipeline.dsl.regions import Bound

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from backends.c.addressing import element_offset, output_stores
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from backends.c.stencil_code import StencilCode
 from backends.c.tile_driver import TileDriver
 from backends.c.tile_function import TileFunction
@@ -42,8 +40,9 @@ from backends.c.tile_plan import (
 )
 from backends.c.tile_sweep import SweepEmitter, loop_index
 from backends.c.vectors import vectorizable
-from backends.loops import StencilLayout
-from pipeline.dsl.ir.nodes import ProgramIR, Stencil
+from backends.clike.addressing import element_offset, output_stores, parameter_read
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
+from backends.clike.generator import StencilGenerator, StencilSite
 from pipeline.dsl.types import FieldType, ScalarType, float64
 
 __all__ = ["generate_stencil"]
@@ -53,14 +52,11 @@ __all__ = ["generate_stencil"]
 VECTOR_EXTENT_MULTIPLE = 8
 
 
-class _StencilGenerator:
+class _StencilGenerator(StencilGenerator):
     def __init__(
         self,
-        program: ProgramIR,
-        stencil: Stencil,
-        index: int,
+        site: StencilSite,
         *,
-        unit_stride: Mapping[str, bool],
         temporaries: bool,
         tile_sizes: Sequence[int],
         parallel_min_points: int,
@@ -69,20 +65,14 @@ class _StencilGenerator:
         rows: bool = False,
         inner_extent: int | None = None,
     ) -> None:
-        self.program = program
+        super().__init__(site, temporaries=temporaries)
         self.inner_extent = inner_extent
-        self.stencil = stencil
-        self.index = index
-        self.unit_stride = unit_stride
         self.tile_sizes = tuple(tile_sizes)
         self.parallel_min_points = parallel_min_points
         self.prefetch_distance = prefetch_distance
         self.counter = 0
-        layout = StencilLayout.of(program, stencil, temporaries=temporaries)
-        self.dims = layout.dims
-        self.definitions = dict(layout.definitions)
         self.temporaries: dict[str, _Temporary] = {}
-        for name, extent in layout.temporaries.items():
+        for name, extent in self.layout.temporaries.items():
             local_type = self.definitions[name].type
             assert local_type is not None
             self.temporaries[name] = _Temporary(
@@ -162,13 +152,7 @@ class _StencilGenerator:
             return body.load(temp.ctype, f"t_{name}[{temp.index(shift)}]")
         if name in self.definitions:
             return body.value(self.definitions[name], offsets)
-        param = self.program.param(name)
-        if isinstance(param.type, ScalarType):
-            return f"sc_{name}"
-        offset = element_offset(
-            name, param.type.dim_names, shift, self.unit_stride.get(name, False)
-        )
-        return body.load(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
+        return parameter_read(self.program, self.unit_stride, body, name, offsets)
 
     def _shifts(
         self,
@@ -280,11 +264,8 @@ class _StencilGenerator:
 
 
 def generate_stencil(
-    program: ProgramIR,
-    stencil: Stencil,
-    index: int,
+    site: StencilSite,
     *,
-    unit_stride: Mapping[str, bool],
     temporaries: bool,
     tile_sizes: Sequence[int],
     parallel_min_points: int,
@@ -293,7 +274,7 @@ def generate_stencil(
     rows: bool = False,
     inner_extent: int | None = None,
 ) -> StencilCode:
-    """The C function ``sf_stencil_<index>`` computing ``stencil`` over a domain.
+    """The C function ``sf_stencil_<index>`` computing ``site``'s stencil over a domain.
 
     The function takes the argument struct and the domain (``lo``/``hi`` per iteration
     dimension) and returns 0, or -1 when a temporary could not be allocated.
@@ -306,10 +287,7 @@ def generate_stencil(
     any other).
     """
     return _StencilGenerator(
-        program,
-        stencil,
-        index,
-        unit_stride=unit_stride,
+        site,
         temporaries=temporaries,
         tile_sizes=tile_sizes,
         parallel_min_points=parallel_min_points,

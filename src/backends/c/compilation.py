@@ -22,13 +22,13 @@ import attrs
 
 from backends.build_cache import BuildCache, BuildSpace
 from backends.c import support, units
-from backends.c.translation import C_SOURCE
 from backends.c.units import split_units
 from backends.clike.compiler import (
     CompilationError,
     compiler_identity,
     made_again_where_unpickled,
 )
+from backends.clike.source import C_SOURCE
 from pipeline.caching import package_version
 from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat

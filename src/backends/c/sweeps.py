@@ -36,13 +36,14 @@ import attrs
 import numpy as np
 
 from backends.c.codegen import _StencilGenerator
-from backends.c.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.c.scratch import SCRATCH_C
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
+from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
-from pipeline.dsl.ir.nodes import ProgramIR, Scan, Stencil
+from pipeline.dsl.ir.nodes import Scan
 from pipeline.dsl.types import FieldType, float64
 
 __all__ = ["generate_sweep"]
@@ -327,12 +328,7 @@ class _SweepGenerator(_StencilGenerator):
         for key in phase_keys:
             body.sweep(Scan(key[0], key[1]))
         stores = self._store_outputs(body) if phase == last else []
-        for sweep in body.sweeps:
-            n = numbers[sweep.key]
-            for i, value in enumerate(sweep.new_carry):
-                stores.append(f"c{n}_{i}[{slot}] = {value};")
-                if phase < last:
-                    stores.append(f"k{n}_{i}[{kept}] = {value};")
+        stores += storage.stores(body.sweeps)
         return forward, body.lines, stores
 
     def _buffers(self, frame: _Frame) -> list[tuple[str, str, str]]:
@@ -520,33 +516,27 @@ def _init_text(value: bool | int | float) -> str:
 
 
 def generate_sweep(
-    program: ProgramIR,
-    stencil: Stencil,
-    index: int,
+    site: StencilSite,
     *,
-    unit_stride: Mapping[str, bool],
     parallel_min_points: int,
     block: int | None = None,
     l1_bytes: int = 32 * 1024,
     streaming_min_bytes: int | None = None,
 ) -> StencilCode:
-    """The C function ``sf_stencil_<index>`` computing ``stencil``, which runs scans, over a
-    domain (the same signature and return value as ``codegen.generate_stencil``'s), with
+    """The C function ``sf_stencil_<index>`` computing ``site``'s stencil, which runs scans,
+    over a domain (the same signature and return value as ``codegen.generate_stencil``'s), with
     ``block`` points of the vector dimension per block (None: ``choose_block`` for the rows
     the stencil reads and an L1 data cache of ``l1_bytes``). Outputs of at least
     ``streaming_min_bytes`` over the domain (None: none) are written with non-temporal
     stores. The translation unit defines the returned code's ``helpers`` before it."""
     generator = _SweepGenerator(
-        program,
-        stencil,
-        index,
-        unit_stride=unit_stride,
+        site,
         temporaries=False,
         tile_sizes=(1,),
         parallel_min_points=parallel_min_points,
         prefetch_distance=0,
     )
-    rows = rows_read(program, stencil)
+    rows = rows_read(site.program, site.stencil)
     generator.block = block if block is not None else choose_block(rows, l1_bytes)
     generator.stream_min_bytes = streaming_min_bytes
     code = generator.generate()

@@ -8,16 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from allocators import DeviceType
 from backends import loops
 from backends.c import (
-    addressing,
     bindings,
     codegen,
-    expressions,
     launch_abi,
     machine,
-    runtime,
     scratch,
     specialization,
     stencil_code,
@@ -34,35 +30,38 @@ from backends.c import (
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
-from backends.c.runtime import runtime_for
 from backends.c.stencil_code import StencilCode
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, choose_unmeasured
+from backends.clike import addressing, expressions, generator, runtime, source
+from backends.clike.generator import StencilSite
+from backends.clike.runtime import runtime_for
+from backends.clike.source import C_SOURCE, unit_stride_flags
 from backends.loops import plan_sweeps
 from pipeline.dsl import arguments
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.stages import CompilableProgram
-from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.stages import CompileTimeArgs, ProgramSource, SourceFormat
+from pipeline.stages import ProgramSource, SourceFormat
 
 if TYPE_CHECKING:
     from backends.c.tuning import Tuning
 
-__all__ = ["C_SOURCE", "CTranslation", "unit_stride_flags"]
+__all__ = ["CTranslation"]
 
-C_SOURCE = SourceFormat("c", DeviceType.CPU)
 # pipeline.dsl.arguments decides which arguments must not overlap; the bindings emit its checks.
 _GENERATOR_VERSION = source_digest(
     loops,
     addressing,
     codegen,
     expressions,
+    generator,
     machine,
     bindings,
     launch_abi,
     runtime,
     scratch,
+    source,
     specialization,
     stencil_code,
     streaming,
@@ -77,24 +76,6 @@ _GENERATOR_VERSION = source_digest(
     arguments,
     sys.modules[__name__],
 )
-
-
-def unit_stride_flags(program: ProgramIR, compile_time_args: CompileTimeArgs) -> dict[str, bool]:
-    """Which field parameters the code may assume contiguous in their last dimension.
-
-    ``compile_time_args.get("unit_stride")`` holds one flag per parameter (``None`` for
-    scalars); without it every field is assumed contiguous (the common case, and what
-    ``lower()`` without arguments shows).
-    """
-    flags = compile_time_args.get("unit_stride")
-    fields = [p.name for p in program.params if isinstance(p.type, FieldType)]
-    if flags is None:
-        return dict.fromkeys(fields, True)
-    return {
-        p.name: bool(flag)
-        for p, flag in zip(program.params, flags, strict=True)
-        if p.name in fields
-    }
 
 
 def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -267,12 +248,10 @@ class CTranslation:
         unit: dict[str, bool],
         extents: dict[str, int],
     ) -> tuple[StencilCode, Choice | None]:
+        site = StencilSite(ir, stencil, index, unit)
         if plan_sweeps(stencil) is not None:
             code = generate_sweep(
-                ir,
-                stencil,
-                index,
-                unit_stride=unit,
+                site,
                 parallel_min_points=self.parallel_min_points,
                 block=self.sweep_block,
                 l1_bytes=l1_data_cache_bytes(),
@@ -283,10 +262,7 @@ class CTranslation:
             return code, None
         choice = self.choose(ir, stencil, unit)
         code = generate_stencil(
-            ir,
-            stencil,
-            index,
-            unit_stride=unit,
+            site,
             temporaries=choice.variant.temporaries,
             tile_sizes=choice.variant.tile_sizes,
             parallel_min_points=self.parallel_min_points,

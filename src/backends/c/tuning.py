@@ -42,9 +42,10 @@ from backends.c.codegen import generate_stencil
 from backends.c.compilation import CCompilation
 from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
 from backends.c.measurement import measurement_grid, measurement_source
-from backends.c.runtime import runtime_for
 from backends.c.variants import Choice, Variant, choose_unmeasured
 from backends.clike.compiler import CompilationError
+from backends.clike.generator import StencilSite
+from backends.clike.runtime import runtime_for
 from backends.loops import StencilLayout
 from pipeline.caching import CachedStep, StepCache
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
@@ -252,10 +253,7 @@ class Tuning:
         )
         codes = [
             generate_stencil(
-                program,
-                stencil,
-                number,
-                unit_stride=unit_stride,
+                StencilSite(program, stencil, number, unit_stride),
                 temporaries=variant.temporaries,
                 tile_sizes=variant.tile_sizes,
                 parallel_min_points=parallel_min_points,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from backends.c.expressions import ExpressionEmitter, Offsets, literal
+from backends.clike.expressions import ExpressionEmitter, Offsets, literal
 from pipeline.dsl.ir.nodes import BinaryOp, Call, Cast, Expr, Literal, Ref, UnaryOp, combine_offsets
 from pipeline.dsl.types import bool_, float64
 

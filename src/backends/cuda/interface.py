@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from backends.c.expressions import C_TYPES
+from backends.clike.expressions import C_TYPES
 from pipeline.dsl.ir.nodes import ProgramIR
 
 __all__ = ["ArgumentStruct", "CudaInterface", "KernelPlan", "StructMember"]

@@ -4,7 +4,7 @@ A kernel's threads cover the stencil's *parallel* dimensions: the innermost on t
 axis (so that a warp reads consecutive elements of a field contiguous along it), the next on
 y, the others flattened on z; y and z are walked in grid-stride loops, so any domain fits the
 grid's limits. Each thread computes its point with the same expression lowering as the C
-backend (``backends.c.expressions``: NumPy's casts, wrapping integers, ``concat_where`` as a
+backend (``backends.clike.expressions``: NumPy's casts, wrapping integers, ``concat_where`` as a
 branch computed only where chosen), recomputing locals read at shifted positions at each use.
 
 Two shapes of kernel::
@@ -21,15 +21,16 @@ and the values a later pass reads are kept in a scratch buffer laid out
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import attrs
 
-from backends.c.addressing import base_offset, element_offset, output_stores
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets, PassStorage, literal
+from backends.clike.addressing import base_offset, output_stores, parameter_read
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets, PassStorage, literal
+from backends.clike.generator import StencilGenerator, StencilSite
 from backends.cuda.interface import KernelPlan
-from backends.loops import StencilLayout, SweepPlan, plan_sweeps
-from pipeline.dsl.ir.nodes import ProgramIR, Scan, Stencil
+from backends.loops import SweepPlan, plan_sweeps
+from pipeline.dsl.ir.nodes import Scan
 from pipeline.dsl.types import FieldType, ScalarType
 
 __all__ = ["PARALLELIZATIONS", "KernelCode", "fold_block", "generate_kernel", "thread_axes"]
@@ -71,25 +72,12 @@ def fold_block(
     return block
 
 
-class _KernelGenerator:
+class _KernelGenerator(StencilGenerator):
     def __init__(
-        self,
-        program: ProgramIR,
-        stencil: Stencil,
-        index: int,
-        *,
-        unit_stride: Mapping[str, bool],
-        parallelization: str,
-        block: tuple[int, int, int],
+        self, site: StencilSite, *, parallelization: str, block: tuple[int, int, int]
     ) -> None:
-        self.program = program
-        self.stencil = stencil
-        self.index = index
-        self.unit_stride = unit_stride
-        layout = StencilLayout.of(program, stencil, temporaries=False)
-        self.dims = layout.dims
-        self.definitions = dict(layout.definitions)
-        self.sweeps = plan_sweeps(stencil)
+        super().__init__(site, temporaries=False)
+        self.sweeps = plan_sweeps(self.stencil)
         if self.sweeps is not None:
             self.sequential: str | None = self.sweeps.axis
         elif parallelization == "columns" and len(self.dims) >= 2:
@@ -99,23 +87,13 @@ class _KernelGenerator:
         self.parallel = tuple(d for d in self.dims if d != self.sequential)
         self.threads = thread_axes(self.parallel)
         self.block = fold_block(block, self.threads)
-        self.name = f"sf_kernel_{index}"
+        self.name = f"sf_kernel_{self.index}"
 
     # -- reads and stores ---------------------------------------------------------------------
     def read(self, body: ExpressionEmitter, name: str, offsets: Offsets) -> str:
         if name in self.definitions:
             return body.value(self.definitions[name], offsets)
-        param = self.program.param(name)
-        if isinstance(param.type, ScalarType):
-            return f"sc_{name}"
-        offset = element_offset(
-            name,
-            param.type.dim_names,
-            dict(offsets),
-            self.unit_stride.get(name, False),
-            based_on=self.parallel,
-        )
-        return body.let(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
+        return parameter_read(self.program, self.unit_stride, body, name, offsets, self.parallel)
 
     def store_outputs(self, body: ExpressionEmitter) -> list[str]:
         return output_stores(self.program, self.stencil, self.unit_stride, body, self.parallel)
@@ -288,12 +266,7 @@ class _KernelGenerator:
             for key in phase_keys:
                 body.sweep(Scan(key[0], key[1]))
             stores = self.store_outputs(body) if phase == last else []
-            for sweep in body.sweeps:
-                n = numbers[sweep.key]
-                for i, value in enumerate(sweep.new_carry):
-                    stores.append(f"c{n}_{i} = {value};")
-                    if phase < last:
-                        stores.append(f"k{n}_{i}[{kept_index}] = {value};")
+            stores += storage.stores(body.sweeps)
             lines.append(f"{indent}{{")
             for key in phase_keys:
                 for i, param in enumerate(key[0].carry):
@@ -314,26 +287,13 @@ class _KernelGenerator:
 
 
 def generate_kernel(
-    program: ProgramIR,
-    stencil: Stencil,
-    index: int,
-    *,
-    unit_stride: Mapping[str, bool],
-    parallelization: str,
-    block: tuple[int, int, int],
+    site: StencilSite, *, parallelization: str, block: tuple[int, int, int]
 ) -> KernelCode:
-    """The kernel ``sf_kernel_<index>`` computing ``stencil`` over the domain in
+    """The kernel ``sf_kernel_<index>`` computing ``site``'s stencil over the domain in
     ``a.lo<index>``/``a.hi<index>``, and its launch plan.
 
     Raises:
         NotImplementedError: the stencil's outputs have different dimensions.
     """
-    return _KernelGenerator(
-        program,
-        stencil,
-        index,
-        unit_stride=unit_stride,
-        parallelization=parallelization,
-        block=block,
-    ).generate()
+    return _KernelGenerator(site, parallelization=parallelization, block=block).generate()
 

@@ -10,9 +10,10 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.c import addressing, expressions, runtime
-from backends.c.runtime import BOOL_TYPEDEF, runtime_functions
-from backends.c.translation import unit_stride_flags
+from backends.clike import addressing, expressions, generator, runtime, source
+from backends.clike.generator import StencilSite
+from backends.clike.runtime import BOOL_TYPEDEF, runtime_functions
+from backends.clike.source import unit_stride_flags
 from backends.cuda import interface, kernels
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import ArgumentStruct, CudaInterface, StructMember
@@ -32,7 +33,15 @@ CUDA_SOURCE = SourceFormat("cuda", DeviceType.CUDA)
 MAX_PARAMETER_BYTES = 4096
 
 _GENERATOR_VERSION = source_digest(
-    loops, addressing, expressions, runtime, interface, kernels, sys.modules[__name__]
+    loops,
+    addressing,
+    expressions,
+    generator,
+    runtime,
+    source,
+    interface,
+    kernels,
+    sys.modules[__name__],
 )
 
 # The generated source includes no header under NVRTC (which has none) and only C's
@@ -156,10 +165,7 @@ class CudaTranslation:
     ) -> KernelCode:
         try:
             return generate_kernel(
-                ir,
-                stencil,
-                index,
-                unit_stride=unit,
+                StencilSite(ir, stencil, index, unit),
                 parallelization=self.parallelization,
                 block=self.block,
             )

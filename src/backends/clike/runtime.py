@@ -155,8 +155,9 @@ _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 def runtime_for(code: str) -> str:
     """The runtime part of a C unit whose other code is ``code``: ``<stdint.h>``, the bool
     type, the macros and helpers ``code`` names (helpers with those they call, each defined
-    before its callers) and ``<math.h>`` where any of that names one of ``MATH_NAMES``. Identifiers are found in
-    the text as it is: a name in a comment only costs an unneeded definition.
+    before its callers) and ``<math.h>`` where any of that names one of ``MATH_NAMES``.
+    Identifiers are found in the text as it is: a name in a comment only costs an unneeded
+    definition.
     """
     names = set(_IDENTIFIER.findall(code))
     wanted = {name for name in _HELPERS if name in names}

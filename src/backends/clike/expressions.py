@@ -4,14 +4,14 @@ An ``ExpressionEmitter`` turns a typed IR expression into ``const`` SSA statemen
 semantics: values are converted to each node's dtype exactly where NumPy converts them,
 integer arithmetic wraps, ``where`` is a select on values computed unconditionally (so loops
 vectorize), and ``//``, ``%``, ``**``, ``minimum`` and ``maximum`` call the helpers of
-``backends.c.runtime``. How a *read* is emitted (a pointer with strides, a temporary buffer, a
+``backends.clike.runtime``. How a *read* is emitted (a pointer with strides, a temporary buffer, a
 DaCe connector) is the caller's business: it passes a ``read`` callback.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -143,7 +143,8 @@ class ScanStorage(Protocol):
 class PassStorage:
     """The ``ScanStorage`` of one pass of a multi-pass sweep, in the names every C-like
     kernel uses: carry ``c<n>_<component>`` (indexed by ``carry_index`` where the carries are
-    buffers, else a variable) and an earlier pass's values ``k<n>_<component>[kept_index]``.
+    buffers, else a variable) and an earlier pass's values ``k<n>_<component>[kept_index]``;
+    ``stores`` writes both at the end of a step.
 
     Attributes:
         plan: the stencil's passes.
@@ -163,8 +164,23 @@ class PassStorage:
 
     def finished(self, key: SweepKey, component: int) -> str | None:
         if self.plan.phase_of(key) < self.phase:
-            return f"k{self.numbers[key]}_{component}[{self.kept_index}]"
+            return self._kept(key, component)
         return None
+
+    def stores(self, sweeps: Sequence[Sweep]) -> list[str]:
+        """The statements that end a step of this pass: each of ``sweeps``' new carry into
+        its carry and, unless this is the last pass, into the values later passes read."""
+        kept = self.phase < len(self.plan.phases) - 1
+        lines = []
+        for sweep in sweeps:
+            for component, value in enumerate(sweep.new_carry):
+                lines.append(f"{self.carry(sweep.key, component)} = {value};")
+                if kept:
+                    lines.append(f"{self._kept(sweep.key, component)} = {value};")
+        return lines
+
+    def _kept(self, key: SweepKey, component: int) -> str:
+        return f"k{self.numbers[key]}_{component}[{self.kept_index}]"
 
 
 class ExpressionEmitter:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from backends.c.expressions import ExpressionEmitter, convert
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets, convert
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
-from pipeline.dsl.types import FieldType
+from pipeline.dsl.types import FieldType, ScalarType
 
-__all__ = ["base_offset", "element_offset", "output_stores"]
+__all__ = ["base_offset", "element_offset", "output_stores", "parameter_read"]
 
 
 def element_offset(
@@ -52,6 +52,26 @@ def base_offset(name: str, dims: Sequence[str], unit_stride: bool, along: Collec
             unit = unit_stride and axis == len(dims) - 1
             terms.append(f"x_{dim}" if unit else f"x_{dim} * s_{name}_{axis}")
     return " + ".join(terms) or "0"
+
+
+def parameter_read(
+    program: ProgramIR,
+    unit_stride: Mapping[str, bool],
+    body: ExpressionEmitter,
+    name: str,
+    offsets: Offsets,
+    based_on: Collection[str] = (),
+) -> str:
+    """The C text of parameter ``name`` read at the point moved by ``offsets``: a scalar's
+    ``sc_<name>``, or the element of field ``p_<name>`` loaded into ``body`` (``based_on`` as
+    in ``element_offset``)."""
+    param = program.param(name)
+    if isinstance(param.type, ScalarType):
+        return f"sc_{name}"
+    offset = element_offset(
+        name, param.type.dim_names, dict(offsets), unit_stride.get(name, False), based_on
+    )
+    return body.load(C_TYPES[param.type.dtype], f"p_{name}[{offset}]")
 
 
 def output_stores(
