@@ -25,15 +25,15 @@ from backends.cuda import CudaTranslation
 
 #: DaCe gives every SDFG element a random guid when it is made; they say nothing of the code
 _GUID = re.compile(r'"guid": "[0-9a-f-]{36}"')
-#: An SDFG's name ends in a digest of its key, which holds the digest of the translation's own
-#: modules: any edit of them renames every SDFG, although the graph is the same
+#: An SDFG's (and a CUDA program's) name ends in a digest of its key, which holds the digest of
+#: the translation's own modules: any edit of them renames every program, the code the same
 _SDFG_NAME = re.compile(r"(sf_\w+?)_[0-9a-f]{16}(?![0-9a-f])")
 
 
 def masked(label: str, text: str) -> str:
-    """``text`` without what changes with every run (guids) or every edit (SDFG names)."""
+    """``text`` without what changes with every run (guids) or every edit (program names)."""
     text = _GUID.sub("<guid>", text)
-    return _SDFG_NAME.sub(r"\1_<digest>", text) if label.startswith("sdfg") else text
+    return _SDFG_NAME.sub(r"\1_<digest>", text) if label.startswith(("sdfg", "cuda")) else text
 
 
 def _translations() -> dict[str, Callable[[Any], Any]]:

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 
 import attrs
 
-from backends.c.expressions import C_TYPES
 from backends.c.scratch import SCRATCH_C
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
 from backends.c.tile_function import TileFunction, domain_bounds, temporary_width
 from backends.c.tile_plan import Temporary, TileLayout
 from backends.c.vectors import VECTOR_C
+from backends.clike.expressions import C_TYPES
 
 __all__ = ["TileDriver"]
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from backends.c.expressions import C_TYPES
 from backends.c.tile_plan import Temporary, TileLayout, plan_tile
 from backends.c.tile_sweep import STREAM_CHUNK, SweepEmitter
+from backends.clike.expressions import C_TYPES
 
 __all__ = ["TileFunction", "domain_bounds", "temporary_width"]
 

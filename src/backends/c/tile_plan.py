@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
-from backends.c.expressions import Offsets
+from backends.clike.expressions import Offsets
 from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Stencil, combine_offsets
 from pipeline.dsl.passes.traversal import walk
 from pipeline.dsl.types import FieldType

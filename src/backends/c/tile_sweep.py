@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from backends.c.expressions import C_TYPES, ExpressionEmitter, Offsets
 from backends.c.tile_plan import Prefetch, Statement, Temporary, TileLayout, TilePlan
 from backends.c.vectors import VECTOR_TYPE, VectorEmitter
+from backends.clike.expressions import C_TYPES, ExpressionEmitter, Offsets
 
 __all__ = ["STREAM_CHUNK", "Emit", "Reader", "SweepEmitter", "loop_index"]
 
