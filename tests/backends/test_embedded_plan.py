@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import backends
 from backends import EmbeddedBackend
+from backends.arrayapi.plan import LARGE_DOMAIN, _sweep, plan_program, unplanned_reason
 from backends.embedded import embedded_pipeline
-from backends.embedded.plan import LARGE_DOMAIN, _sweep, plan_program, unplanned_reason
 from benchmarks.workloads import WORKLOADS
 from pipeline.dsl import (
     Dimension,
