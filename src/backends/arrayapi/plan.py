@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from backends.arrayapi.fields import _gamma
+from backends.arrayapi.elementwise import gamma as _gamma
 from pipeline.dsl.arguments import resolve_domain
 from pipeline.dsl.ir.nodes import (
     BinaryOp,
