@@ -20,7 +20,8 @@ import numpy as np
 
 import allocators
 from allocators import DeviceType, FieldBufferAllocator
-from backends.embedded import EmbeddedExecutable, EmbeddedLoading, embedded_pipeline
+from backends.arrayapi import EmbeddedExecutable
+from backends.embedded import EmbeddedLoading, embedded_pipeline
 from pipeline import CachedStep, CompilePipeline
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import CompileTimeArgs, ConcreteDefinition

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import backends
 from backends import EmbeddedBackend
+from backends.arrayapi.plan import LARGE_DOMAIN, plan_program, unplanned_reason
+from backends.arrayapi.plan.sweep import sweep
 from backends.embedded import embedded_pipeline
-from backends.embedded.plan import LARGE_DOMAIN, _sweep, plan_program, unplanned_reason
 from benchmarks.workloads import WORKLOADS
 from pipeline.dsl import (
     Dimension,
@@ -197,8 +198,8 @@ def test_a_sweep_stores_its_planes_contiguously_along_its_axis() -> None:
     plan = _executable(prog, a, out).plan
     assert plan is not None
     step = plan.run.__globals__[re.findall(r"_sweep\((step\d+)", plan.source)[0]]
-    (forward,) = _sweep(step, 2, True, (np.float64(0.0),), (np.dtype(np.float64),), (a,))
-    (backward,) = _sweep(step, 2, False, (np.float64(0.0),), (np.dtype(np.float64),), (a,))
+    (forward,) = sweep(step, 2, True, (np.float64(0.0),), (np.dtype(np.float64),), (a,))
+    (backward,) = sweep(step, 2, False, (np.float64(0.0),), (np.dtype(np.float64),), (a,))
     np.testing.assert_array_equal(forward, np.cumsum(a, axis=2))
     np.testing.assert_array_equal(backward, np.cumsum(a[..., ::-1], axis=2)[..., ::-1])
     assert forward.strides[2] == 2 * 3 * 8  # the axis outermost: each plane contiguous

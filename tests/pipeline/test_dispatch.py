@@ -28,7 +28,7 @@ import allocators  # noqa: E402
 import backends  # noqa: E402
 from allocators import DeviceType  # noqa: E402
 from backends import CompiledBackend  # noqa: E402
-from backends.embedded import EmbeddedExecutable  # noqa: E402
+from backends.arrayapi import EmbeddedExecutable  # noqa: E402
 from pipeline import CachedStep, ProgramSource, SourceFormat, StageEvent, subscribe  # noqa: E402
 from pipeline.dsl import CompilableProgram, field_operator, float64  # noqa: E402
 from pipeline.dsl.frontend.step import Frontend, default_passes, frontend_in_memory  # noqa: E402

@@ -1,13 +1,6 @@
-"""Embedded execution: definitions run directly on fields over an array namespace."""
+"""Embedded backends: the loading step and pipeline that run a definition directly on an array
+namespace (the execution itself is ``backends.arrayapi``'s)."""
 
-from backends.embedded.execution import EmbeddedExecutable
-from backends.embedded.fields import EmbeddedField, field_parameter
 from backends.embedded.loading import EmbeddedLoading, embedded_pipeline
 
-__all__ = [
-    "EmbeddedExecutable",
-    "EmbeddedField",
-    "EmbeddedLoading",
-    "embedded_pipeline",
-    "field_parameter",
-]
+__all__ = ["EmbeddedLoading", "embedded_pipeline"]

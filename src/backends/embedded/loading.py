@@ -7,8 +7,8 @@ from types import ModuleType
 import attrs
 
 from allocators import namespace_name
-from backends.embedded.execution import EmbeddedExecutable
-from backends.embedded.plan import LARGE_DOMAIN
+from backends.arrayapi import EmbeddedExecutable
+from backends.arrayapi.plan import LARGE_DOMAIN
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import ConcreteDefinition
@@ -24,7 +24,7 @@ class EmbeddedLoading:
 
     Attributes:
         planned: on NumPy, programs of pointwise arithmetic and shifted reads run as a plan
-            of NumPy slicing written once from their IR (``backends.embedded.plan``); False
+            of NumPy slicing written once from their IR (``backends.arrayapi.plan``); False
             runs the definition on every call, so breakpoints and prints in your field
             operators fire (``pipeline.evolve_step("loading", planned=False)``).
         large_domain: the number of points from which a stencil of the plan is evaluated in

@@ -6,10 +6,11 @@ The same four stages as every compiled backend, three of them borrowed::
     ProgramDefinition  CompilableProgram -> ProgramSource("jax") -> JittedProgram
                                                                  -> JaxJitExecutable
 
-The frontend is the one every backend shares; the function ``jax.jit`` traces is the embedded
-backends' ``EmbeddedExecutable`` over ``jax.numpy``; the dispatcher and its argument checks are
-the framework's. Programs return the new arrays of the parameters they write, as on
-``embedded_jax`` (ADR 0017). Importing this package imports JAX.
+The frontend is the one every backend shares; the function ``jax.jit`` traces is the
+``EmbeddedExecutable`` of ``backends.arrayapi`` (what the embedded backends run) over
+``jax.numpy``; the dispatcher and its argument checks are the framework's. Programs return
+the new arrays of the parameters they write, as on ``embedded_jax`` (ADR 0017). Importing
+this package imports JAX.
 """
 
 from __future__ import annotations

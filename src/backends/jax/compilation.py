@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from backends.embedded import EmbeddedExecutable
+from backends.arrayapi import EmbeddedExecutable
 from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType
 from pipeline.stages import ProgramSource, SourceFormat

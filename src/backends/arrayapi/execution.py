@@ -8,8 +8,8 @@ import attrs
 import numpy as np
 
 from allocators import namespace_name
-from backends.embedded.fields import EmbeddedField, field_parameter, input_field
-from backends.embedded.plan import LARGE_DOMAIN, SlicePlan, plan_program
+from backends.arrayapi.fields import EmbeddedField, field_parameter, input_field
+from backends.arrayapi.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.dsl.arguments import guarded_reach, resolve_domain
 from pipeline.dsl.frontend.operators import parse_field_operator
 from pipeline.dsl.frontend.source import with_captured_globals
@@ -107,7 +107,7 @@ class EmbeddedExecutable:
     order) for functional ones (JAX).
 
     Attributes:
-        planned: on NumPy, run the program's slicing plan (``backends.embedded.plan``) where
+        planned: on NumPy, run the program's slicing plan (``backends.arrayapi.plan``) where
             its constructs allow, instead of the definition; ``plan`` is that plan, or None
             where the definition runs (False, another namespace, or no plan).
         large_domain: the plan's ``SlicePlan.large_domain``.

@@ -10,15 +10,21 @@ namespaces without in-place update (JAX) can replace the array after a write.
 from __future__ import annotations
 
 import functools
-import importlib
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
-from allocators import namespace_attribute, namespace_name
-from pipeline.dsl.builtins import scalar_gamma
+from allocators import namespace_attribute
+from backends.arrayapi.elementwise import (
+    MANY_OPERANDS,
+    floor_divide,
+    many_operand_function,
+    unary_function,
+)
+from backends.arrayapi.operands import as_array, coerce, is_scalar
 from pipeline.dsl.programs import current_output_domain
 from pipeline.dsl.regions import Region
 from pipeline.dsl.stages import ScanSettings
@@ -29,16 +35,43 @@ __all__ = ["EmbeddedField", "field_parameter", "input_field"]
 Scalar = bool | int | float
 
 
+@attrs.define(eq=False)
 class _Cell:
     """Holds the current array of a program parameter."""
 
-    __slots__ = ("array", "functional")
-
-    def __init__(self, array: Any, functional: bool) -> None:
-        self.array = array
-        self.functional = functional
+    array: Any
+    functional: bool
 
 
+_BinaryMethod = Callable[["EmbeddedField", Any], "EmbeddedField"]
+
+
+def _operator(op: Callable[[Any, Any], Any], reflected: bool = False) -> _BinaryMethod:
+    """The method of a binary operator: ``op`` over both operands' common domain."""
+
+    def method(self: EmbeddedField, other: Any) -> EmbeddedField:
+        return self._binary(other, op, reflected)
+
+    return method
+
+
+def _operators(op: Callable[[Any, Any], Any]) -> tuple[_BinaryMethod, _BinaryMethod]:
+    """The methods of a binary operator and of its reflection (``__add__``, ``__radd__``)."""
+    return _operator(op), _operator(op, True)
+
+
+def _unary_operator(op: Callable[[Any], Any]) -> Callable[[EmbeddedField], EmbeddedField]:
+    """The method of a unary operator: ``op`` over the field's domain."""
+
+    def method(self: EmbeddedField) -> EmbeddedField:
+        return self._combine([], op)
+
+    return method
+
+
+# Not frozen: a frozen attrs class takes twice as long to build, and a field is built per
+# operation of a running definition.
+@attrs.define(eq=False, repr=False)
 class EmbeddedField:
     """An array over named dimensions with an origin per dimension.
 
@@ -46,26 +79,17 @@ class EmbeddedField:
         dims: dimension names, one per array axis.
         origin: absolute index of the first element along each axis.
         ns: the array namespace.
+        cell: the current array of the program parameter this field is a slice of (read at
+            ``index``), or None for a field that holds its own array.
     """
 
-    __slots__ = ("_data", "_index", "cell", "dims", "ns", "origin")
+    _data: Any
+    dims: tuple[str, ...]
+    origin: tuple[int, ...]
+    ns: Any
+    cell: _Cell | None = None
+    _index: tuple[slice, ...] | None = None
     __hash__ = None  # type: ignore[assignment]  # == builds a field, so fields are unhashable
-
-    def __init__(
-        self,
-        data: Any,
-        dims: tuple[str, ...],
-        origin: tuple[int, ...],
-        ns: Any,
-        cell: _Cell | None = None,
-        index: tuple[slice, ...] | None = None,
-    ) -> None:
-        self._data = data
-        self.dims = dims
-        self.origin = origin
-        self.ns = ns
-        self.cell = cell
-        self._index = index
 
     @property
     def array(self) -> Any:
@@ -172,93 +196,36 @@ class EmbeddedField:
         self, other: Any, op: Callable[[Any, Any], Any], reflected: bool = False
     ) -> EmbeddedField:
         def apply(a: Any, b: Any) -> Any:
-            a, b = _coerce(self.ns, a, b, op)
+            a, b = coerce(self.ns, a, b, op)
             return op(b, a) if reflected else op(a, b)
 
-        if not isinstance(other, EmbeddedField) and not _is_scalar(other):
+        if not isinstance(other, EmbeddedField) and not is_scalar(other):
             return NotImplemented  # type: ignore[no-any-return]
         return self._combine([other], apply)
 
-    def __add__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.add)
-
-    def __radd__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.add, True)
-
-    def __sub__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.sub)
-
-    def __rsub__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.sub, True)
-
-    def __mul__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.mul)
-
-    def __rmul__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.mul, True)
-
-    def __truediv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.truediv)
-
-    def __rtruediv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.truediv, True)
+    __add__, __radd__ = _operators(operator.add)
+    __sub__, __rsub__ = _operators(operator.sub)
+    __mul__, __rmul__ = _operators(operator.mul)
+    __truediv__, __rtruediv__ = _operators(operator.truediv)
+    __mod__, __rmod__ = _operators(operator.mod)
+    __pow__, __rpow__ = _operators(operator.pow)
+    __and__, __rand__ = _operators(operator.and_)
+    __or__, __ror__ = _operators(operator.or_)
+    __lt__ = _operator(operator.lt)
+    __le__ = _operator(operator.le)
+    __gt__ = _operator(operator.gt)
+    __ge__ = _operator(operator.ge)
+    __eq__ = _operator(operator.eq)  # type: ignore[assignment]
+    __ne__ = _operator(operator.ne)  # type: ignore[assignment]
+    __neg__ = _unary_operator(operator.neg)
+    __pos__ = _unary_operator(operator.pos)
+    __invert__ = _unary_operator(operator.invert)
 
     def __floordiv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, functools.partial(_floor_divide, self.ns))
+        return self._binary(o, functools.partial(floor_divide, self.ns))
 
     def __rfloordiv__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, functools.partial(_floor_divide, self.ns), True)
-
-    def __mod__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.mod)
-
-    def __rmod__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.mod, True)
-
-    def __pow__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.pow)
-
-    def __rpow__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.pow, True)
-
-    def __and__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.and_)
-
-    def __rand__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.and_, True)
-
-    def __or__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.or_)
-
-    def __ror__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.or_, True)
-
-    def __lt__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.lt)
-
-    def __le__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.le)
-
-    def __gt__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.gt)
-
-    def __ge__(self, o: Any) -> EmbeddedField:
-        return self._binary(o, operator.ge)
-
-    def __eq__(self, o: Any) -> EmbeddedField:  # type: ignore[override]
-        return self._binary(o, operator.eq)
-
-    def __ne__(self, o: Any) -> EmbeddedField:  # type: ignore[override]
-        return self._binary(o, operator.ne)
-
-    def __neg__(self) -> EmbeddedField:
-        return self._combine([], operator.neg)
-
-    def __pos__(self) -> EmbeddedField:
-        return self._combine([], operator.pos)
-
-    def __invert__(self) -> EmbeddedField:
-        return self._combine([], operator.invert)
+        return self._binary(o, functools.partial(floor_divide, self.ns), True)
 
     def __abs__(self) -> EmbeddedField:
         return self._combine([], self.ns.abs)
@@ -332,201 +299,16 @@ class EmbeddedField:
         ns = self.ns
         position = next(i for i, a in enumerate(args) if isinstance(a, EmbeddedField))
         first = args[position]
-        # By position, not identity: the same field may be passed twice (minimum(x, x)).
-        others = [*args[:position], *args[position + 1 :]]
-
-        def ordered(a0: Any, *rest: Any) -> list[Any]:
-            values = list(rest)
-            values.insert(position, a0)
-            return values
-
         if name == "astype":
             dtype = namespace_attribute(ns, np.dtype(args[1]).name)
             return first._combine([], lambda a: ns.astype(a, dtype))
         if name == "concat_where":
             return _concat_where(ns, *args)
-        if name == "where":
-
-            def where(*values: Any) -> Any:
-                cond, a, b = ordered(*values)
-                a, b = _coerce(ns, a, b, None)
-                a = _as_array(ns, a, b)
-                b = _as_array(ns, b, a)
-                return ns.where(_as_array(ns, cond, None), a, b)
-
-            return first._combine(others, where)
-        if name in {"minimum", "maximum", "power", "fmod"}:
-
-            def binary(*values: Any) -> Any:
-                a, b = ordered(*values)
-                a, b = _coerce(ns, a, b, None)
-                if name == "power":
-                    return a**b
-                a, b = _as_array(ns, a, b), _as_array(ns, b, a)
-                if name == "fmod":
-                    return _fmod(ns, a, b)
-                return namespace_attribute(ns, name)(a, b)
-
-            return first._combine(others, binary)
-
-        def unary(a: Any) -> Any:
-            if name in _PREDICATES:
-                if _is_integer(a):
-                    return ns.full(a.shape, name == "isfinite", dtype=ns.bool)
-                return namespace_attribute(ns, name)(a)
-            if _is_integer(a) and name in {"floor", "ceil", "trunc", "abs"}:
-                return a if name != "abs" else ns.abs(a)
-            if _is_integer(a):
-                a = ns.astype(a, ns.float64)
-            if name == "gamma":
-                return _gamma(ns, a)
-            if name == "cbrt" and not hasattr(ns, "cbrt"):  # not in the array API
-                return ns.sign(a) * ns.abs(a) ** (1 / 3)
-            return namespace_attribute(ns, _ARRAY_API_NAMES.get(name, name))(a)
-
-        return first._combine([], unary)
-
-
-# DSL (NumPy) names -> array-API standard names.
-_ARRAY_API_NAMES = {
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "arcsinh": "asinh",
-    "arccosh": "acosh",
-    "arctanh": "atanh",
-    "power": "pow",
-}
-_PREDICATES = frozenset({"isfinite", "isinf", "isnan"})
-
-
-def _floor_divide(ns: Any, a: Any, b: Any) -> Any:
-    """``a // b``, with NumPy's integer division by zero (0) also where the namespace leaves
-    it undefined (JAX gives -1 or -2)."""
-    result = a // b
-    if not namespace_name(ns).startswith("jax") or _kind(result) != "i":
-        return result
-    return ns.where(b == 0, ns.zeros_like(result), result)
-
-
-def _fmod(ns: Any, a: Any, b: Any) -> Any:
-    """C's ``fmod`` (the sign of ``a``; integers by zero give 0, as in NumPy)."""
-    if hasattr(ns, "fmod"):
-        return ns.fmod(a, b)
-    # The array API has only the remainder with the sign of b: move it to a's side.
-    remainder = ns.remainder(a, b)
-    moved = (remainder != 0) & ((remainder < 0) != (a < 0))
-    return ns.where(moved, remainder - b, remainder)
-
-
-def _host_gamma(a: Any) -> Any:
-    host = np.asarray(a)
-    return np.vectorize(scalar_gamma, otypes=[host.dtype])(host)
-
-
-def _gamma(ns: Any, a: Any) -> Any:
-    """``tgamma`` elementwise: no array namespace has it, so it runs on the host (on JAX as a
-    callback, so that it also runs where ``jax.jit`` traces the definition)."""
-    name = namespace_name(ns)
-    if name.startswith("jax"):
-        jax = importlib.import_module("jax")  # imported: its namespace was passed in
-        return jax.pure_callback(_host_gamma, jax.ShapeDtypeStruct(a.shape, a.dtype), a)
-    host = a.get() if name.startswith("cupy") else a  # CuPy copies to the host only if asked
-    return ns.asarray(_host_gamma(host), dtype=a.dtype)
-
-
-def _is_scalar(value: Any) -> bool:
-    """A Python or NumPy scalar, or a 0-d array (how boolean scalar parameters arrive)."""
-    if isinstance(value, bool | int | float | np.generic):
-        return True
-    return getattr(value, "shape", None) == () and hasattr(value, "dtype")
-
-
-def _is_weak(value: Any) -> bool:
-    """A Python literal: it takes its kind from the other operand (NumPy 2 weak scalars).
-
-    NumPy scalars (``astype(3, float32)``) and 0-d arrays (boolean parameters) are strong,
-    as the frontend types them.
-    """
-    return isinstance(value, bool | int | float)
-
-
-def _is_integer(array: Any) -> bool:
-    return hasattr(array, "dtype") and np.dtype(str(array.dtype).rsplit(".", 1)[-1]).kind in "iu"
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool | np.bool_):
-        return "b"
-    if isinstance(value, int | np.integer):
-        return "i"
-    if isinstance(value, float | np.floating):
-        return "f"
-    return np.dtype(str(value.dtype).rsplit(".", 1)[-1]).kind.replace("u", "i")
-
-
-#: Weak kinds in promotion order: two literals promote to the later of their kinds.
-_WEAK_ORDER = "bif"
-_PYTHON_TYPES: dict[str, type] = {"b": bool, "i": int, "f": float}
-
-
-def _coerce(ns: Any, a: Any, b: Any, op: Callable[..., Any] | None) -> tuple[Any, Any]:
-    """Convert two operands as the frontend types them (``pipeline.dsl.passes.typing_.promote``).
-
-    Done explicitly, so that strict namespaces agree with NumPy and a pair of literals (``where(c,
-    3, 0.5)``) has the common kind of both rather than the first one's.
-    """
-    ka, kb = _kind(a), _kind(b)
-    if op is operator.truediv and ka in "ib" and kb in "ib":
-        return _to_float(ns, a), _to_float(ns, b)
-    if op in _ORDERINGS and ka == kb == "b":
-        # NumPy orders False before True; the array API defines no ordering of booleans.
-        return _to_int(ns, a), _to_int(ns, b)
-    if ka == kb:
-        return a, b
-    if _is_weak(a) and _is_weak(b):
-        kind = max(ka, kb, key=_WEAK_ORDER.index)
-        python_type = _PYTHON_TYPES[kind]
-        return python_type(a), python_type(b)
-    if _is_weak(b):
-        return _promote_pair(ns, a, b, ka, kb)
-    if _is_weak(a):
-        b2, a2 = _promote_pair(ns, b, a, kb, ka)
-        return a2, b2
-    return a, b  # two strong operands of different kinds: the frontend refuses these
-
-
-def _promote_pair(ns: Any, strong: Any, weak: Any, k_strong: str, k_weak: str) -> tuple[Any, Any]:
-    """A strong operand and a literal of another kind, converted to their common dtype."""
-    if k_weak == "f" and k_strong in "ib":
-        return _astype(ns, strong, "float64"), float(weak)
-    if k_weak == "i" and k_strong == "b":
-        return _astype(ns, strong, "int64"), int(weak)
-    return strong, _PYTHON_TYPES[k_strong](weak)
-
-
-def _astype(ns: Any, value: Any, dtype: str) -> Any:
-    if isinstance(value, np.generic):
-        return np.dtype(dtype).type(value)
-    return ns.astype(value, namespace_attribute(ns, dtype))
-
-
-_ORDERINGS = frozenset({operator.lt, operator.le, operator.gt, operator.ge})
-
-
-def _to_int(ns: Any, value: Any) -> Any:
-    return int(value) if _is_weak(value) else _astype(ns, value, "int64")
-
-
-def _to_float(ns: Any, value: Any) -> Any:
-    return float(value) if _is_weak(value) else _astype(ns, value, "float64")
-
-
-def _as_array(ns: Any, value: Any, like: Any) -> Any:
-    if not _is_scalar(value):
-        return value
-    dtype = like.dtype if like is not None and hasattr(like, "dtype") else None
-    return ns.asarray(value, dtype=dtype)
+        if name in MANY_OPERANDS:
+            # By position, not identity: the same field may be passed twice (minimum(x, x)).
+            others = [*args[:position], *args[position + 1 :]]
+            return first._combine(others, many_operand_function(ns, name, position))
+        return first._combine([], unary_function(ns, name))
 
 
 def _concat_where(ns: Any, region: Region, a: Any, b: Any) -> EmbeddedField:
@@ -558,8 +340,8 @@ def _concat_where(ns: Any, region: Region, a: Any, b: Any) -> EmbeddedField:
                 inside = inside & (index < hi)
         mask = mask | inside
     first, second = (_placed(ns, v, bounds, dims, shape) for v in (a, b))
-    first, second = _coerce(ns, first, second, None)
-    first, second = _as_array(ns, first, second), _as_array(ns, second, first)
+    first, second = coerce(ns, first, second, None)
+    first, second = as_array(ns, first, second), as_array(ns, second, first)
     origin = tuple(bounds[d][0] for d in dims)
     return EmbeddedField(ns.where(mask, first, second), tuple(dims), origin, ns)
 
