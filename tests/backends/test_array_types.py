@@ -7,22 +7,13 @@ Python's and NumPy's bools are 0 and 1 wherever a number goes.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from c_programs import stencils
+from numpy_source_backend import numpy_source
 
-_HERE = Path(__file__).resolve().parent
-for path in (str(_HERE), str(_HERE.parents[1] / "examples")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from c_programs import stencils  # noqa: E402
-from numpy_source_backend import numpy_source  # noqa: E402
-
-import backends  # noqa: E402
-from pipeline import ArgumentError  # noqa: E402
+import backends
+from pipeline import ArgumentError
 
 BACKENDS = ["embedded_numpy", "c_cpu", pytest.param("dace_cpu", marks=pytest.mark.requires_dace),
             "numpy_source"]

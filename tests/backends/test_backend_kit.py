@@ -10,25 +10,19 @@ import logging
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import CompilerWrapper
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper  # noqa: E402
-
-import allocators  # noqa: E402
-import backends  # noqa: E402
-from backends import CompiledBackend, EmbeddedBackend  # noqa: E402
-from backends.c import CCompilation, c_cpu_pipeline  # noqa: E402
-from backends.c.compilation import REQUIRED_FLAGS  # noqa: E402
-from pipeline import CachedStep  # noqa: E402
+import allocators
+import backends
+from backends import CompiledBackend, EmbeddedBackend
+from backends.c import CCompilation, c_cpu_pipeline
+from backends.c.compilation import REQUIRED_FLAGS
+from pipeline import CachedStep
 
 # --------------------------------------------------------------------------- the registry
 

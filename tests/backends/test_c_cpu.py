@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,19 +17,14 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import CompilerWrapper
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper  # noqa: E402
-
-import allocators  # noqa: E402
-import backends  # noqa: E402
-from allocators import DeviceType  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.c import (  # noqa: E402
+import allocators
+import backends
+from allocators import DeviceType
+from backends import CompiledBackend
+from backends.c import (
     CCompilation,
     CLoading,
     DamagedArtifactError,
@@ -38,9 +32,9 @@ from backends.c import (  # noqa: E402
     c_cpu_pipeline,
     compile_time_args,
 )
-from backends.cache import cache_directory  # noqa: E402
-from backends.clike.source import C_SOURCE  # noqa: E402
-from pipeline import (  # noqa: E402
+from backends.cache import cache_directory
+from backends.clike.source import C_SOURCE
+from pipeline import (
     ArgumentError,
     CachedStep,
     CompiledArtifact,
@@ -50,7 +44,7 @@ from pipeline import (  # noqa: E402
     StepMismatchError,
     UnsafeCacheDirectoryError,
 )
-from pipeline.dsl import DomainError  # noqa: E402
+from pipeline.dsl import DomainError
 
 SHAPE = (12, 11, 6)
 COEFF = 0.025

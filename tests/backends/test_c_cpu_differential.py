@@ -20,17 +20,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import GeneratedModules
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import GeneratedModules  # noqa: E402
-
-import backends  # noqa: E402
+import backends
 
 #: Hypothesis keeps what it finds in its example database (``.hypothesis/``), so a failure is
 #: replayed by the next run on the same checkout; a failure found once also joins the

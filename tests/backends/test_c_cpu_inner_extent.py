@@ -4,22 +4,16 @@ native check that refuses any other extent, so no executable ever runs a column 
 it was not built for. Results must match NumPy bit for bit. No timing is asserted.
 """
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-import backends  # noqa: E402
-from backends.c.specialization import INNER_EXTENT, compile_time_args  # noqa: E402
-from pipeline.dsl import Dimension, Field, field_operator, float64, int32, program  # noqa: E402
-from pipeline.errors import ArgumentError  # noqa: E402
+import backends
+from backends.c.specialization import INNER_EXTENT, compile_time_args
+from pipeline.dsl import Dimension, Field, field_operator, float64, int32, program
+from pipeline.errors import ArgumentError
 
 pytestmark = pytest.mark.skipif(
     "c_cpu" not in backends.available_backends(), reason="c_cpu needs a C compiler"

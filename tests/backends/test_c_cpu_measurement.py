@@ -14,25 +14,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from c_programs import stencils
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from c_programs import stencils  # noqa: E402
-
-from backends.c import CCompilation  # noqa: E402
-from backends.c.bindings import argument_struct  # noqa: E402
-from backends.c.measurement import (  # noqa: E402
+from backends.c import CCompilation
+from backends.c.bindings import argument_struct
+from backends.c.measurement import (
     DROP_FACTOR,
     measurement_grid,
     measurement_source,
 )
-from backends.c.stencil_code import StencilCode  # noqa: E402
-from backends.c.tuning import MeasurementRequest, MeasureVariants  # noqa: E402
-from backends.c.variants import Choice, Variant  # noqa: E402
-from backends.clike.runtime import RUNTIME_C  # noqa: E402
-from backends.loops import StencilLayout  # noqa: E402
+from backends.c.stencil_code import StencilCode
+from backends.c.tuning import MeasurementRequest, MeasureVariants
+from backends.c.variants import Choice, Variant
+from backends.clike.runtime import RUNTIME_C
+from backends.loops import StencilLayout
 
 #: Read by the measuring executable instead of the system's clocks: wall-clock and processor
 #: time alike are the logical seconds the candidates' calls have cost so far.

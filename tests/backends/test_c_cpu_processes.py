@@ -20,13 +20,8 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import (  # noqa: E402
+from c_programs import stencils
+from c_programs.support import (
     CompilerWrapper,
     finish_worker,
     kill_worker,
@@ -34,27 +29,21 @@ from c_programs.support import (  # noqa: E402
     start_worker,
     worker_environment,
 )
-from c_programs.worker import SHAPE  # noqa: E402
+from c_programs.worker import SHAPE
 
-import allocators  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.c import CCompilation, c_cpu_pipeline, compile_time_args  # noqa: E402
-from backends.c.compilation import artifact_is_intact  # noqa: E402
-from pipeline import CachedStep  # noqa: E402
+import allocators
+from backends import CompiledBackend
+from backends.c import CCompilation, c_cpu_pipeline, compile_time_args
+from backends.c.compilation import artifact_is_intact
+from pipeline import CachedStep
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+@pytest.fixture(autouse=True)
+def _one_openmp_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     # The workers run one OpenMP thread: a backend in this process must be the same machine
     # (choice records and automatic translations are keyed by the cores), or it measures
     # apart and may build another variant.
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    return tmp_path / "cache"
-
-
-@pytest.fixture
-def compiler(tmp_path: Path) -> CompilerWrapper:
-    return CompilerWrapper(tmp_path / "cc")
 
 
 def built_objects(cache: Path) -> list[Path]:

@@ -11,28 +11,21 @@ No ``from __future__ import annotations``: the generated modules are read by the
 """
 
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import GeneratedModules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from threaded_calls import calls_agree_across_threads
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import GeneratedModules  # noqa: E402
-from threaded_calls import calls_agree_across_threads  # noqa: E402
-
-import allocators  # noqa: E402
-import backends  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.c.units import split_units  # noqa: E402
+import allocators
+import backends
+from backends import CompiledBackend
+from backends.c.units import split_units
 
 #: Each of the four levels (three locals and the result) reaches at most one point further.
 HALO = 5

@@ -8,21 +8,14 @@ The call runs in a subprocess, so a crash fails the test instead of ending the r
 
 from __future__ import annotations
 
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from c_programs import stencils
+from c_programs.support import CompilerWrapper, run_script
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper, run_script  # noqa: E402
-
-from backends.loops import StencilLayout  # noqa: E402
+from backends.loops import StencilLayout
 
 _ONE_SIDED = textwrap.dedent(
     '''

@@ -8,32 +8,25 @@ position matter. No timing is asserted.
 """
 
 import re
-import sys
 import textwrap
-from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
-
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper, run_script  # noqa: E402
-from test_c_cpu_variants import (  # noqa: E402
+from c_programs import stencils
+from c_programs.support import CompilerWrapper, run_script
+from test_c_cpu_variants import (
     choice_records,
     measurements,
     notes,
     private_backend,
 )
 
-from backends import CompiledBackend  # noqa: E402
-from backends.c import CTranslation  # noqa: E402
-from backends.c.variants import ROW_PREFETCH_DISTANCE, ROW_TILE_CANDIDATES, candidates  # noqa: E402
-from backends.conformance import corpus  # noqa: E402
-from pipeline.dsl import Dimension, Field, field_operator, float64, program  # noqa: E402
+from backends import CompiledBackend
+from backends.c import CTranslation
+from backends.c.variants import ROW_PREFETCH_DISTANCE, ROW_TILE_CANDIDATES, candidates
+from backends.conformance import corpus
+from pipeline.dsl import Dimension, Field, field_operator, float64, program
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
 IJK = Field[[I, J, K], float64]

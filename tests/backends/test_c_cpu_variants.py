@@ -20,27 +20,22 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import CompilerWrapper, worker_environment
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper, worker_environment  # noqa: E402
-
-import allocators  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.c import (  # noqa: E402
+import allocators
+from backends import CompiledBackend
+from backends.c import (
     CCompilation,
     CTranslation,
     c_cpu_pipeline,
     compile_time_args,
     machine,
 )
-from backends.c.variants import Choice  # noqa: E402
-from backends.conformance import corpus  # noqa: E402
-from backends.loops import StencilLayout  # noqa: E402
-from pipeline.caching import open_entry, seal_entry  # noqa: E402
+from backends.c.variants import Choice
+from backends.conformance import corpus
+from backends.loops import StencilLayout
+from pipeline.caching import open_entry, seal_entry
 
 #: The note the translation writes above each tiled stencil function.
 NOTE = re.compile(r"^/\* sf_stencil_\d+ \((\w+)\): (.*) \*/$", re.MULTILINE)

@@ -5,31 +5,25 @@ every vector width (2, 4 or 8 lanes)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import GeneratedModules
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from test_c_cpu_differential import HALO, TEMPLATE, _spell
 
-_HERE = Path(__file__).resolve().parent
-if str(_HERE) not in sys.path:
-    sys.path.insert(0, str(_HERE))
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import GeneratedModules  # noqa: E402
-from test_c_cpu_differential import HALO, TEMPLATE, _spell  # noqa: E402
-
-import allocators  # noqa: E402
-import backends  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_args  # noqa: E402
-from backends.c.streaming import STREAM_FENCE_C  # noqa: E402
-from backends.c.tile_sweep import STREAM_CHUNK  # noqa: E402
-from backends.c.vectors import VECTOR_C  # noqa: E402
-from backends.conformance.corpus import domains  # noqa: E402
-from pipeline.dsl import float64  # noqa: E402
+import allocators
+import backends
+from backends import CompiledBackend
+from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_args
+from backends.c.streaming import STREAM_FENCE_C
+from backends.c.tile_sweep import STREAM_CHUNK
+from backends.c.vectors import VECTOR_C
+from backends.conformance.corpus import domains
+from pipeline.dsl import float64
 
 VECTOR_LOOP = "x_K += SF_VLANES) {"
 

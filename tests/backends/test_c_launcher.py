@@ -11,30 +11,24 @@ from __future__ import annotations
 import ctypes
 import logging
 import subprocess
-import sys
 from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import CompilerWrapper
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper  # noqa: E402
-
-import allocators  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.build_cache import COMPLETE_MARKER  # noqa: E402
-from backends.c import CCompilation, CLoading, Launcher, c_cpu_pipeline  # noqa: E402
-from backends.c.launch_abi import DESCRIPTOR_SYMBOL, LAUNCH_ABI  # noqa: E402
-from backends.c.launcher import _import  # noqa: E402
-from backends.clike.source import C_SOURCE  # noqa: E402
-from pipeline import CompiledArtifact, ProgramSource  # noqa: E402
-from pipeline.errors import DamagedArtifactError  # noqa: E402
-from pipeline.fingerprint import fingerprint  # noqa: E402
+import allocators
+from backends import CompiledBackend
+from backends.build_cache import COMPLETE_MARKER
+from backends.c import CCompilation, CLoading, Launcher, c_cpu_pipeline
+from backends.c.launch_abi import DESCRIPTOR_SYMBOL, LAUNCH_ABI
+from backends.c.launcher import _import
+from backends.clike.source import C_SOURCE
+from pipeline import CompiledArtifact, ProgramSource
+from pipeline.errors import DamagedArtifactError
+from pipeline.fingerprint import fingerprint
 
 
 def _backend(cache: Path, compiler: CompilerWrapper, launcher: Path) -> CompiledBackend:

@@ -11,25 +11,19 @@ chunk of a streamed row is computed without the chunk loop.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from c_programs import stencils
+from c_programs.support import CompilerWrapper
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from c_programs import stencils  # noqa: E402
-from c_programs.support import CompilerWrapper  # noqa: E402
-
-import allocators  # noqa: E402
-import backends  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.build_cache import COMPLETE_MARKER  # noqa: E402
-from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_args  # noqa: E402
-from backends.c.support import SUPPORT_OBJECT  # noqa: E402
+import allocators
+import backends
+from backends import CompiledBackend
+from backends.build_cache import COMPLETE_MARKER
+from backends.c import CCompilation, CTranslation, c_cpu_pipeline, compile_time_args
+from backends.c.support import SUPPORT_OBJECT
 
 pytestmark = pytest.mark.skipif(
     "c_cpu" not in backends.available_backends(), reason="c_cpu needs a C compiler"

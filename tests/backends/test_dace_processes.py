@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from c_programs.support import (
-    CompilerWrapper,
     finish_worker,
     kill_worker,
     run_worker,
@@ -16,16 +15,6 @@ from c_programs.support import (
 )
 
 pytestmark = [pytest.mark.requires_dace, pytest.mark.slow]
-
-
-@pytest.fixture
-def cache(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
-@pytest.fixture
-def compiler(tmp_path: Path) -> CompilerWrapper:
-    return CompilerWrapper(tmp_path / "cc")
 
 
 def published_builds(cache: Path) -> list[Path]:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import attrs
 import numpy as np
+from c_programs import stencils
+from numpy_source_backend import PythonArtifact, numpy_source
 
-_HERE = Path(__file__).resolve().parent
-for path in (str(_HERE), str(_HERE.parents[1] / "examples")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from c_programs import stencils  # noqa: E402
-from numpy_source_backend import PythonArtifact, numpy_source  # noqa: E402
-
-from pipeline import ProgramSource, StageEvent, subscribe  # noqa: E402
+from pipeline import ProgramSource, StageEvent, subscribe
 
 
 def _lap_arguments():

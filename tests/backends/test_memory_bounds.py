@@ -120,8 +120,6 @@ def test_views_that_claim_memory_they_do_not_have_are_refused(backend, tmp_path)
 )
 def test_interleaved_arrays_that_share_no_element_run_and_sharing_ones_are_refused(backend):
     import numpy as np  # noqa: PLC0415
-
-    sys.path.insert(0, str(_HERE.parents[1] / "examples"))
     from c_programs import stencils  # noqa: PLC0415
     from numpy_source_backend import numpy_source  # noqa: PLC0415
 

@@ -12,13 +12,12 @@ modules cannot import this conftest by name (``tests/conftest.py`` is also ``con
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from numpy_source_backend import numpy_source
 
 import backends
 from backends import EmbeddedBackend
@@ -26,11 +25,6 @@ from backends.conformance import arrays
 from backends.embedded import embedded_pipeline
 
 # The guide's example backend joins as a third-party backend would: by registering.
-_EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
-if _EXAMPLES not in sys.path:
-    sys.path.insert(0, _EXAMPLES)
-from numpy_source_backend import numpy_source  # noqa: E402
-
 if "numpy_source" not in backends.available_backends():
     backends.register(numpy_source)
 

@@ -12,19 +12,12 @@ generated module is read by the DSL.
 """
 
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from c_programs.support import GeneratedModules
 
-_BACKEND_TESTS = str(Path(__file__).resolve().parent.parent / "backends")
-if _BACKEND_TESTS not in sys.path:
-    sys.path.insert(0, _BACKEND_TESTS)
-
-from c_programs.support import GeneratedModules  # noqa: E402
-
-from pipeline.dsl import DSLTypeError  # noqa: E402
+from pipeline.dsl import DSLTypeError
 
 #: Field operands by name, with their dtypes; values keep every operation finite and exact.
 FIELDS = {"x": "float64", "n": "int64", "m": "int32", "c": "bool"}

@@ -7,14 +7,11 @@ module would be: the DSL sees ordinary module-level definitions whose source it 
 No ``from __future__ import annotations``: the DSL reads the annotations of the definitions.
 """
 
-import hashlib
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from c_programs.support import GeneratedModules
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,21 +42,11 @@ def generated_program(inp: IJK, out: IJK):
 @pytest.fixture(scope="session")
 def generate(tmp_path_factory):
     """``generate(expression, slices)`` -> the program of :data:`TEMPLATE`, imported once."""
-    directory = tmp_path_factory.mktemp("generated_dsl_programs")
-    programs = {}
+    modules = GeneratedModules(tmp_path_factory.mktemp("generated_dsl_programs"), "dsl")
 
     def make(expression: str, slices: str):
         source = TEMPLATE.format(expression=expression, slices=slices)
-        if source not in programs:
-            name = "_dsl_generated_" + hashlib.sha1(source.encode()).hexdigest()[:16]
-            path = Path(directory) / f"{name}.py"
-            path.write_text(source)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            programs[source] = module.generated_program
-        return programs[source]
+        return modules.load(source).generated_program
 
     return make
 

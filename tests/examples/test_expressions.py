@@ -13,19 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-if str(_EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(_EXAMPLES))
-
-from expressions import (  # noqa: E402
+from expressions import (
     ElementwiseFunction,
     ExpressionBackend,
     ExpressionError,
     expression_pipeline,
 )
 
-from pipeline import (  # noqa: E402
+from pipeline import (
     ArgumentError,
     CompiledArtifact,
     SourceError,
@@ -34,6 +29,8 @@ from pipeline import (  # noqa: E402
     metrics,
     subscribe,
 )
+
+_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import sqlite3
 import stat
 import subprocess
 import sys
@@ -19,13 +18,12 @@ from pathlib import Path
 
 import diskcache
 import pytest
+from cache_fault_steps import Doubling
 
 from pipeline import CachedStep
 from pipeline.caching import DiskStepCache
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from cache_fault_steps import Doubling  # noqa: E402
 
 
 def run(directory: Path, log: Path, *xs: int, size: int = 0, umask: int | None = None

@@ -10,30 +10,23 @@ thing.
 from __future__ import annotations
 
 import pickle
-import sys
 import threading
-from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
+from c_programs import stencils
 
-_BACKEND_TESTS = str(Path(__file__).resolve().parent.parent / "backends")
-if _BACKEND_TESTS not in sys.path:
-    sys.path.insert(0, _BACKEND_TESTS)
-
-from c_programs import stencils  # noqa: E402
-
-import allocators  # noqa: E402
-import backends  # noqa: E402
-from allocators import DeviceType  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.arrayapi import EmbeddedExecutable  # noqa: E402
-from pipeline import CachedStep, ProgramSource, SourceFormat, StageEvent, subscribe  # noqa: E402
-from pipeline.dsl import CompilableProgram, field_operator, float64  # noqa: E402
-from pipeline.dsl.frontend.step import Frontend, default_passes, frontend_in_memory  # noqa: E402
-from pipeline.errors import CacheStoreError, StepOutputError  # noqa: E402
-from pipeline.staged import Compiled, Lowered  # noqa: E402
+import allocators
+import backends
+from allocators import DeviceType
+from backends import CompiledBackend
+from backends.arrayapi import EmbeddedExecutable
+from pipeline import CachedStep, ProgramSource, SourceFormat, StageEvent, subscribe
+from pipeline.dsl import CompilableProgram, field_operator, float64
+from pipeline.dsl.frontend.step import Frontend, default_passes, frontend_in_memory
+from pipeline.errors import CacheStoreError, StepOutputError
+from pipeline.staged import Compiled, Lowered
 
 PYTHON = SourceFormat("python", DeviceType.CPU)
 

@@ -10,25 +10,18 @@ import multiprocessing
 import sys
 import warnings
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
+from c_programs.support import CompilerWrapper, GeneratedModules
+from runner_steps import FailingFor, KillsWorkerFor
 
-_HERE = Path(__file__).resolve().parent
-for path in (str(_HERE), str(_HERE.parent / "backends")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from c_programs.support import CompilerWrapper, GeneratedModules  # noqa: E402
-from runner_steps import FailingFor, KillsWorkerFor  # noqa: E402
-
-import allocators  # noqa: E402
-from backends import CompiledBackend  # noqa: E402
-from backends.c import CCompilation, c_cpu_pipeline  # noqa: E402
-from pipeline import CompileError, StageEvent, compile_many, subscribe  # noqa: E402
-from pipeline.runners import BUILD_JOBS_VARIABLE, build_executor  # noqa: E402
+import allocators
+from backends import CompiledBackend
+from backends.c import CCompilation, c_cpu_pipeline
+from pipeline import CompileError, StageEvent, compile_many, subscribe
+from pipeline.runners import BUILD_JOBS_VARIABLE, build_executor
 
 TEMPLATE = '''
 from pipeline.dsl import Dimension, Field, field_operator, float64, program
