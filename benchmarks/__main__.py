@@ -1,7 +1,8 @@
 """``python -m benchmarks``: every backend side by side with NumPy and the machine's limit.
 
 Prints the results table, writes ``results.json``, ``results.csv`` and ``results.png`` into
-``--output`` (default ``bench-results/``), and exits with status 1 when any row FAILED (a
+``--output`` (default ``bench-results/``), with ``roofline-<workload>.png`` for each workload
+timed against its roofline, and exits with status 1 when any row FAILED (a
 backend's result differed from NumPy or it raised), 2 for bad options. ``--quick`` is the smoke
 run CI uses. The CachedStep hit micro-benchmark alone is ``python -m benchmarks.cache_hits``.
 """
@@ -87,15 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     options.output.mkdir(parents=True, exist_ok=True)
     report.write_json(result, options.output / "results.json")
     report.write_csv(result.rows, options.output / "results.csv")
-    note = chart.write_chart(
-        result.rows, options.output / "results.png",
+    charts, note = chart.write_charts(
+        result.rows, options.output,
         f"stencilforge on {result.machine.cpu} ({result.machine.cores} cores)",
     )
     print(report.format_report(result))
     if note:
         print(f"note: {note}")
     print(f"\nwritten: {options.output}/results.json, results.csv"
-          + ("" if note else ", results.png"))
+          + "".join(f", {path.name}" for path in charts))
     return 1 if any(row.status == FAILED for row in result.rows) else 0
 
 

@@ -17,12 +17,18 @@ against the copy timed in those same moments. A VM's bandwidth drifts by a third
 run; a copy measured minutes before a row would flatter or wrong it by that much. Rows that
 fit in the cache are not interleaved (the copy would evict their data before every sample);
 their fractions use the run's copy bandwidth, measured before and after the rows.
+
+Each bandwidth row also gets its roofline (``benchmarks.roofline``, ADR 0010): the same call
+prepared once more on a grid that fits in the cache is timed in the same rounds, in the cache,
+and its time per point is the row's compute bound; the slower of that and the copy bound is
+the roofline, and ``roofline_fraction`` how close the row comes to it.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +52,14 @@ from benchmarks.measure import (
     prepare_backend,
     prepare_reference,
     time_together,
+    with_probe,
 )
 from benchmarks.pipeline_figures import PipelineFigures, cache_hit_seconds, measure_pipeline
 from benchmarks.progress import Progress
 from benchmarks.results import Row, with_derived
+from benchmarks.roofline import compute_shape
 from benchmarks.selection import select_backends
-from benchmarks.workloads import SIZES, WORKLOADS
+from benchmarks.workloads import SIZES, WORKLOADS, Workload
 
 __all__ = ["Options", "Report", "run"]
 
@@ -139,6 +147,38 @@ def _interleaved(kernel: CopyKernel, bytes_per_call: int, cache_bytes: int) -> C
     return kernel if bytes_per_call > cache_bytes else None
 
 
+Shape = tuple[int, int, int]
+
+
+def _prepare_point(
+    workload: Workload,
+    size: str,
+    probe: Shape | None,
+    selected: Mapping[str, object],
+    peer_factories: Mapping[str, peers.PeerFactory],
+    progress: Progress,
+) -> list[Contender | Row]:
+    """Every row of one workload and size prepared (NumPy, the backends, the peers), each
+    with its compute probe on the in-cache grid ``probe`` when given (``with_probe``)."""
+
+    def both(prepare: Callable[[Shape | None], Contender | Row]) -> Contender | Row:
+        row = prepare(None)
+        if probe is None or not isinstance(row, Contender):
+            return row
+        return with_probe(row, prepare(probe), workload)
+
+    prepared = [both(functools.partial(prepare_reference, workload, size))]
+    for name, backend in selected.items():
+        progress.step(f"{workload.name} {size} {name}")
+        prepared.append(both(functools.partial(prepare_backend, workload, size, name, backend)))
+    for name, factory in peer_factories.items():
+        progress.step(f"{workload.name} {size} {name} (peer)")
+        prepared.append(
+            both(functools.partial(peers.prepare_peer, workload, size, name, factory))
+        )
+    return prepared
+
+
 def run(options: Options, show_progress: bool = True) -> Report:
     """Measure everything ``options`` selects and return the report.
 
@@ -179,13 +219,10 @@ def run(options: Options, show_progress: bool = True) -> Report:
         for size in options.sizes:
             repeat = options.repeat_for(size)
             beside = _interleaved(kernel, workload.bytes_per_call(SIZES[size]), cache_bytes)
-            prepared: list[Contender | Row] = [prepare_reference(workload, size)]
-            for name, backend in selected.items():
-                progress.step(f"{workload_name} {size} {name}")
-                prepared.append(prepare_backend(workload, size, name, backend))
-            for name, factory in peer_factories.items():
-                progress.step(f"{workload_name} {size} {name} (peer)")
-                prepared.append(peers.prepare_peer(workload, size, name, factory))
+            probe = None if beside is None else compute_shape(workload, SIZES[size], cache_bytes)
+            prepared = _prepare_point(
+                workload, size, probe, selected, peer_factories, progress
+            )
             progress.step(f"{workload_name} {size}: timing {len(prepared)} rows in rounds")
             rows += time_together(prepared, repeat, beside)
 

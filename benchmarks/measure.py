@@ -26,6 +26,7 @@ from backends import CompiledBackend, EmbeddedBackend
 from benchmarks.arrays import output_of, synchronize, to_backend, to_numpy
 from benchmarks.machine import CopyKernel
 from benchmarks.results import BACKEND, FAILED, OK, REFERENCE, Row
+from benchmarks.roofline import domain_points
 from benchmarks.timing import TimedCall, Timing, time_in_rounds
 from benchmarks.workloads import SIZES, HostArguments, Workload
 
@@ -40,6 +41,7 @@ __all__ = [
     "prepare_reference",
     "time_together",
     "verify",
+    "with_probe",
 ]
 
 Backend = CompiledBackend | EmbeddedBackend
@@ -71,20 +73,53 @@ def verify(actual: Any, expected: np.ndarray) -> str | None:
     return None
 
 
-def _blank_row(workload: Workload, size: str, backend: str, kind: str) -> Row:
-    shape = SIZES[size]
+Shape = tuple[int, int, int]
+
+
+def _blank_row(
+    workload: Workload, size: str, backend: str, kind: str, shape: Shape | None = None
+) -> Row:
+    shape = shape or SIZES[size]
     return Row(workload.name, size, shape, backend, kind, OK, workload.bytes_per_call(shape))
 
 
 @attrs.frozen
 class Contender:
-    """A verified row, ready to be timed: the row so far, the call that times it, and for a
+    """A verified row, ready to be timed: the row so far, the call that times it, for a
     compiled backend on the small grid its loaded executable called directly (``direct``,
-    timed in the same rounds: ``direct_call_seconds``)."""
+    timed in the same rounds: ``direct_call_seconds``), and for a bandwidth row the same call
+    on an in-cache grid (``compute``, timed in the same rounds, its median times
+    ``compute_scale``: ``compute_bound``; see ``with_probe``)."""
 
     row: Row
     timed: TimedCall
     direct: TimedCall | None = None
+    compute: TimedCall | None = None
+    compute_scale: float = 1.0
+
+
+def with_probe(
+    prepared: Contender | Row, probe: Contender | Row, workload: Workload
+) -> Contender | Row:
+    """``prepared`` with its compute probe: ``probe`` is the same call, prepared the same
+    way on ``row.compute_shape``'s in-cache grid, and is timed with it, in the cache
+    (``TimedCall.in_cache``). A final row stays as it is; a probe that failed leaves the row
+    without a compute bound, and says why in its ``message``."""
+    if not isinstance(prepared, Contender):
+        return prepared
+    if not isinstance(probe, Contender):
+        reason = (probe.message or probe.status).splitlines()[0]
+        return attrs.evolve(
+            prepared,
+            row=attrs.evolve(prepared.row, message=f"no compute bound: {reason}"),
+        )
+    scale = domain_points(workload, prepared.row.shape) / domain_points(workload, probe.row.shape)
+    return attrs.evolve(
+        prepared,
+        row=attrs.evolve(prepared.row, compute_shape=probe.row.shape),
+        compute=attrs.evolve(probe.timed, in_cache=True),
+        compute_scale=scale,
+    )
 
 
 def time_together(
@@ -95,15 +130,20 @@ def time_together(
     given; a call that raises becomes a ``FAILED`` row); rows that are already final
     (failed, skipped) as they are."""
     contenders = [item for item in prepared if isinstance(item, Contender)]
-    directs = [(item, item.direct) for item in contenders if item.direct is not None]
+    extras = [
+        (contender, kind, call)
+        for contender in contenders
+        for kind, call in (("direct", contender.direct), ("compute", contender.compute))
+        if call is not None
+    ]
     timings = time_in_rounds(
-        [contender.timed for contender in contenders] + [direct for _, direct in directs],
+        [contender.timed for contender in contenders] + [call for _, _, call in extras],
         repeat,
         copy.run if copy is not None else None,
     )
-    direct_of = {
-        id(contender): timing
-        for (contender, _), timing in zip(directs, timings[len(contenders) :], strict=True)
+    extra_of = {
+        (id(contender), kind): timing
+        for (contender, kind, _), timing in zip(extras, timings[len(contenders) :], strict=True)
     }
     reference_bytes = copy.bytes_moved if copy is not None else None
     rows: dict[int, Row] = {}
@@ -112,9 +152,16 @@ def time_together(
             rows[id(contender)] = _failed(contender.row, f"{type(timing).__name__}: {timing}")
             continue
         row = contender.row.timed(timing, reference_bytes)
-        direct = direct_of.get(id(contender))
+        direct = extra_of.get((id(contender), "direct"))
         if isinstance(direct, Timing):
             row = attrs.evolve(row, direct_call_seconds=direct.median)
+        compute = extra_of.get((id(contender), "compute"))
+        if isinstance(compute, Timing):
+            row = attrs.evolve(
+                row,
+                compute_median=compute.median,
+                compute_bound=compute.median * contender.compute_scale,
+            )
         rows[id(contender)] = row
     return [rows[id(item)] if isinstance(item, Contender) else item for item in prepared]
 
@@ -126,10 +173,12 @@ def measure_reference(
     return time_together([prepare_reference(workload, size)], repeat, copy)[0]
 
 
-def prepare_reference(workload: Workload, size: str) -> Contender:
-    """The workload's NumPy-slicing reference on plain NumPy arrays, ready to be timed."""
-    arguments = workload.host_arguments(SIZES[size])
-    row = _blank_row(workload, size, "numpy", REFERENCE)
+def prepare_reference(workload: Workload, size: str, shape: Shape | None = None) -> Contender:
+    """The workload's NumPy-slicing reference on plain NumPy arrays, ready to be timed (on
+    ``shape`` instead of the size's grid when given)."""
+    shape = shape or SIZES[size]
+    row = _blank_row(workload, size, "numpy", REFERENCE, shape)
+    arguments = workload.host_arguments(shape)
     return Contender(row, TimedCall(lambda: workload.reference(arguments)))
 
 
@@ -163,13 +212,16 @@ def measure_backend(
     return time_together([prepare_backend(workload, size, name, backend)], repeat, copy)[0]
 
 
-def prepare_backend(workload: Workload, size: str, name: str, backend: Any) -> Contender | Row:
+def prepare_backend(
+    workload: Workload, size: str, name: str, backend: Any, shape: Shape | None = None
+) -> Contender | Row:
     """``workload`` on ``backend`` compiled, run once and verified: a ``Contender`` to time
     (with its direct executable call, for a compiled backend on the small grid), or the final
-    ``FAILED`` row."""
-    row = _blank_row(workload, size, name, BACKEND)
+    ``FAILED`` row; on ``shape`` instead of the size's grid when given."""
+    shape = shape or SIZES[size]
+    row = _blank_row(workload, size, name, BACKEND, shape)
     try:
-        return _prepare_backend(workload, size, backend, row)
+        return _prepare_backend(workload, size, shape, backend, row)
     except Exception as error:  # a failing backend is a reported row
         return _failed(row, f"{type(error).__name__}: {error}")
 
@@ -178,8 +230,9 @@ def _failed(row: Row, message: str) -> Row:
     return attrs.evolve(row, status=FAILED, message=message)
 
 
-def _prepare_backend(workload: Workload, size: str, backend: Any, row: Row) -> Contender | Row:
-    shape = SIZES[size]
+def _prepare_backend(
+    workload: Workload, size: str, shape: Shape, backend: Any, row: Row
+) -> Contender | Row:
     program = workload.program.with_backend(backend)
     arguments = backend_arguments(workload, workload.host_arguments(shape), backend)
     out = arguments[-1]
@@ -205,6 +258,6 @@ def _prepare_backend(workload: Workload, size: str, backend: Any, row: Row) -> C
         wait = _no_wait
 
     direct = None
-    if executable is not None and size == "small":
+    if executable is not None and size == "small" and shape == SIZES[size]:
         direct = TimedCall(lambda: executable(*arguments), wait)
     return Contender(row, TimedCall(lambda: program(*arguments), wait), direct)

@@ -61,11 +61,18 @@ def measure_peer(
     return time_together([prepare_peer(workload, size, name, factory)], repeat, copy)[0]
 
 
-def prepare_peer(workload: Workload, size: str, name: str, factory: PeerFactory) -> Contender | Row:
+def prepare_peer(
+    workload: Workload,
+    size: str,
+    name: str,
+    factory: PeerFactory,
+    shape: tuple[int, int, int] | None = None,
+) -> Contender | Row:
     """One peer on one workload and size, compiled, run once and verified: a ``Contender``
-    to time, or the final row (``FAILED``, or ``skipped`` without a version of the workload).
+    to time, or the final row (``FAILED``, or ``skipped`` without a version of the workload);
+    on ``shape`` instead of the size's grid when given.
     """
-    shape = SIZES[size]
+    shape = shape or SIZES[size]
     row = Row(workload.name, size, shape, name, PEER, "ok", workload.bytes_per_call(shape))
     try:
         runner = factory(workload, workload.host_arguments(shape))

@@ -65,6 +65,13 @@ def _mark(row: Row, standing: Standing | None) -> str:
     return " ".join(marks)
 
 
+def _of_roofline(row: Row) -> str:
+    """``"87% (compute)"``: the fraction of the roofline and which bound binds."""
+    if row.roofline_fraction is None:
+        return "-"
+    return f"{_percent(row.roofline_fraction)} ({row.roofline_bound})"
+
+
 def _rows_table(rows: Sequence[Row]) -> list[str]:
     by_point = {(s.workload, s.size): s for s in standings(rows)}
     lines = [
@@ -72,13 +79,15 @@ def _rows_table(rows: Sequence[Row]) -> list[str]:
             row.workload, row.size, _grid(row), row.backend,
             seconds(row.median), seconds(row.minimum), seconds(row.maximum),
             _ratio(row.ratio_to_numpy), _gigabytes(row.copy_bandwidth),
-            _percent(row.copy_fraction), _percent(row.best_copy_fraction), row.status,
+            _percent(row.copy_fraction), _percent(row.best_copy_fraction),
+            seconds(row.copy_bound), seconds(row.compute_bound), _of_roofline(row), row.status,
             _mark(row, by_point.get((row.workload, row.size))),
         ]
         for row in rows
     ]
     header = ["workload", "size", "grid", "backend", "median", "min", "max",
-              "vs NumPy", "copy beside", "of copy BW", "best of copy BW", "status", "mark"]
+              "vs NumPy", "copy beside", "of copy BW", "best of copy BW", "copy bound",
+              "compute bound", "of roofline", "status", "mark"]
     return _table(header, lines)
 
 
@@ -140,6 +149,10 @@ def format_report(report: Report) -> str:
         "exceed the last-level cache are timed beside the copy kernel (one copy before each "
         "sample; copy beside = its median) and compared with it, the others with the limit "
         "above",
+        "roofline (rows timed beside the copy): copy bound = input + output bytes / the copy "
+        "beside; compute bound = the same call timed in the same rounds on a grid in the "
+        "cache (the row's grid with fewer rows along I), per point, times the row's points; "
+        "of roofline = the slower bound / median, and which bound that is",
         "mark: * = the fastest row of its workload and size; ours Nx vs P = our best "
         "backend's ratio to the best peer P (P's time / ours, round by round: >1, ours is "
         "faster)",
@@ -204,7 +217,10 @@ def write_csv(rows: Sequence[Row], path: Path) -> None:
         writer.writeheader()
         for row in rows:
             medians = " ".join(f"{value:.6g}" for value in row.round_medians)
-            writer.writerow({**row.to_dict(), "shape": _grid(row), "round_medians": medians})
+            writer.writerow({
+                **row.to_dict(), "shape": _grid(row), "round_medians": medians,
+                "compute_shape": "x".join(map(str, row.compute_shape)),
+            })
 
 
 def _measurements(measurements: tuple[float, ...]) -> str:

@@ -11,9 +11,10 @@ from typing import Any
 
 import attrs
 
+from benchmarks.roofline import Roofline
 from benchmarks.timing import Timing, paired_ratio
 
-__all__ = ["FAILED", "OK", "SKIPPED", "Row", "ratio", "with_derived"]
+__all__ = ["FAILED", "OK", "SKIPPED", "Row", "ratio", "with_derived", "with_roofline"]
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 
@@ -42,6 +43,13 @@ class Row:
             compiled backends): the difference to ``median`` is argument checks and dispatch.
         round_medians: the median of each round's samples, when the row was timed in rounds
             with the others of its workload and size (``timing.time_in_rounds``).
+        compute_shape: the in-cache grid this row's compute bound was timed on
+            (``roofline.compute_shape``; empty: none, the row fits in the cache).
+        compute_median: the median call on ``compute_shape``, timed in the row's rounds.
+        compute_bound: ``compute_median`` per point of the domain, times the row's points.
+        copy_bound: ``bytes_per_call`` over the copy bandwidth timed beside the row.
+        roofline_bound: which of the two is slower (``"copy"`` or ``"compute"``).
+        roofline_fraction: the slower bound / ``median`` ("of roofline", 1.0: at the bound).
     """
 
     workload: str
@@ -65,6 +73,12 @@ class Row:
     copy_fraction: float | None = None
     best_copy_fraction: float | None = None
     round_medians: tuple[float, ...] = ()
+    compute_shape: tuple[int, ...] = ()
+    compute_median: float | None = None
+    compute_bound: float | None = None
+    copy_bound: float | None = None
+    roofline_bound: str | None = None
+    roofline_fraction: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -94,6 +108,7 @@ class Row:
         """A JSON-ready dictionary (``shape`` as a list)."""
         data = attrs.asdict(self)
         data["shape"] = list(self.shape)
+        data["compute_shape"] = list(self.compute_shape)
         return data
 
     @classmethod
@@ -103,6 +118,7 @@ class Row:
         values = {k: v for k, v in data.items() if k in known}
         values["shape"] = tuple(values.get("shape", ()))
         values["round_medians"] = tuple(values.get("round_medians", ()))
+        values["compute_shape"] = tuple(values.get("compute_shape", ()))
         return cls(**values)
 
 
@@ -117,11 +133,13 @@ def ratio(slower: Row, faster: Row) -> float | None:
 
 
 def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
-    """Fill ``ratio_to_numpy`` and the copy fractions of every timed row.
+    """Fill ``ratio_to_numpy``, the copy fractions and the roofline of every timed row.
 
     The NumPy row of the same (workload, size) is the ratio's numerator (``ratio``); rows
     without one (or untimed rows) keep ``None``. A row timed next to the copy kernel is
     compared with its own copy bandwidth, any other with ``copy_bytes_per_second`` (the run's).
+    A row timed next to the copy kernel with a compute bound also gets its roofline
+    (``with_roofline``).
     """
     numpy_row = {
         (row.workload, row.size): row
@@ -146,4 +164,18 @@ def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
                 ),
             )
         )
-    return derived
+    return [with_roofline(row) for row in derived]
+
+
+def with_roofline(row: Row) -> Row:
+    """``row`` with ``copy_bound``, ``roofline_bound`` and ``roofline_fraction`` when it was
+    timed beside the copy kernel and has a ``compute_bound``; else ``row`` unchanged."""
+    if not row.median or row.copy_bandwidth is None or row.compute_bound is None:
+        return row
+    roofline = Roofline(row.bytes_per_call / row.copy_bandwidth, row.compute_bound)
+    return attrs.evolve(
+        row,
+        copy_bound=roofline.copy_bound,
+        roofline_bound=roofline.binding,
+        roofline_fraction=roofline.fraction(row.median),
+    )

@@ -98,10 +98,15 @@ def time_calls(
 
 @attrs.frozen
 class TimedCall:
-    """A call to time and what waits for its result (see ``time_calls``)."""
+    """A call to time and what waits for its result (see ``time_calls``).
+
+    ``in_cache``: in ``time_in_rounds``, each sample of this call starts with its data in the
+    cache: one untimed call right before it instead of the reference (which would evict it).
+    """
 
     call: Callable[[], object]
     synchronize: Callable[[object], None] = lambda result: None
+    in_cache: bool = False
 
 
 #: Rounds of ``time_in_rounds`` when a call's ``repeat`` allows as many.
@@ -120,7 +125,8 @@ def time_in_rounds(
     after another, in an order shuffled anew each round (seeded by the round's number, so
     that runs are alike: see the module's docstring for why). Samples are batched as in
     ``time_calls`` (each call's batch size calibrated once, before the first round), and
-    ``reference`` is timed right before every sample, all of it read on ``clock``.
+    ``reference`` is timed right before every sample (but a call ``in_cache`` is called once,
+    untimed, instead), all of it read on ``clock``.
 
     Returns, in the order of ``calls``, each call's timing, or the exception it raised: a
     call that raises is timed no further, and the others go on.
@@ -145,9 +151,12 @@ def time_in_rounds(
             start = len(seconds[index])
             try:
                 while results[index] is None and len(seconds[index]) < target:
-                    if reference is not None:
+                    timed = calls[index]
+                    if timed.in_cache:
+                        timed.synchronize(timed.call())
+                    elif reference is not None:
                         reference_seconds[index].append(_duration(reference, clock))
-                    seconds[index].append(_batch_seconds(calls[index], batches[index], clock))
+                    seconds[index].append(_batch_seconds(timed, batches[index], clock))
             except Exception as error:  # reported in the call's place
                 results[index] = error
             if results[index] is None and len(seconds[index]) > start:

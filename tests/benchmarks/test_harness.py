@@ -106,6 +106,23 @@ def test_quick_run_times_rows_beyond_the_cache_beside_the_copy_kernel(quick_run)
     assert any(row["copy_bandwidth"] for row in rows)  # the large grid exceeds the cache
 
 
+def test_quick_run_puts_every_bandwidth_row_against_its_roofline(quick_run):
+    data, output = quick_run
+    bandwidth = [row for row in data["rows"] if row["median"] and row["copy_bandwidth"]]
+    assert bandwidth
+    for row in bandwidth:
+        assert len(row["compute_shape"]) == 3 and row["compute_shape"][1:] == row["shape"][1:]
+        assert row["compute_shape"][0] < row["shape"][0]
+        assert row["compute_median"] > 0 and row["compute_bound"] > row["compute_median"]
+        assert row["copy_bound"] == pytest.approx(row["bytes_per_call"] / row["copy_bandwidth"])
+        slower = max(row["copy_bound"], row["compute_bound"])
+        assert row["roofline_bound"] == ("copy" if slower == row["copy_bound"] else "compute")
+        assert row["roofline_fraction"] == pytest.approx(slower / row["median"])
+    workloads_bounded = {row["workload"] for row in bandwidth}
+    assert {f"roofline-{w}.png" for w in workloads_bounded} <= {p.name for p in output.iterdir()}
+    assert (output / "results.png").exists()
+
+
 def test_a_row_is_compared_with_the_copy_timed_beside_it():
     beside = _row("a", 0.5, size="large")
     beside = attrs.evolve(beside, minimum=0.25, copy_bandwidth=1e5, best_copy_bandwidth=2e5)
