@@ -161,11 +161,12 @@ def _prepare_point(
     """Every row of one workload and size prepared (NumPy, the backends, the peers), each
     with its compute probe on the in-cache grid ``probe`` when given (``with_probe``)."""
 
-    def both(prepare: Callable[[Shape | None], Contender | Row]) -> Contender | Row:
-        row = prepare(None)
+    def both(prepare: Callable[[Shape | None, Shape | None], Contender | Row]) -> Contender | Row:
+        row = prepare(None, None)
         if probe is None or not isinstance(row, Contender):
             return row
-        return with_probe(row, prepare(probe), workload)
+        # The probe's fields lie in memory as the row's: the leading rows of arrays of its grid.
+        return with_probe(row, prepare(probe, SIZES[size]), workload)
 
     prepared = [both(functools.partial(prepare_reference, workload, size))]
     for name, backend in selected.items():

@@ -37,6 +37,7 @@ __all__ = [
     "is_compiled",
     "measure_backend",
     "measure_reference",
+    "placed_host_arguments",
     "prepare_backend",
     "prepare_reference",
     "time_together",
@@ -173,12 +174,15 @@ def measure_reference(
     return time_together([prepare_reference(workload, size)], repeat, copy)[0]
 
 
-def prepare_reference(workload: Workload, size: str, shape: Shape | None = None) -> Contender:
+def prepare_reference(
+    workload: Workload, size: str, shape: Shape | None = None, room: Shape | None = None
+) -> Contender:
     """The workload's NumPy-slicing reference on plain NumPy arrays, ready to be timed (on
-    ``shape`` instead of the size's grid when given)."""
+    ``shape`` instead of the size's grid when given; its fields the leading rows of arrays of
+    the grid ``room`` when given, see ``prepare_backend``)."""
     shape = shape or SIZES[size]
     row = _blank_row(workload, size, "numpy", REFERENCE, shape)
-    arguments = workload.host_arguments(shape)
+    arguments = placed_host_arguments(workload, shape, room)
     return Contender(row, TimedCall(lambda: workload.reference(arguments)))
 
 
@@ -188,6 +192,37 @@ def backend_arguments(workload: Workload, host: HostArguments, backend: object) 
         to_backend(value, backend) if isinstance(value, np.ndarray) else value
         for value in (host[name] for name in workload.parameters)
     ]
+
+
+def placed_host_arguments(workload: Workload, shape: Shape, room: Shape | None) -> HostArguments:
+    """The workload's host arguments on ``shape``; with ``room`` (the grid of the row an
+    in-cache probe belongs to), each field the leading rows of an array of that grid, so that
+    the probe's arrays lie in memory as the row's (see ``prepare_backend``)."""
+    arguments = workload.host_arguments(shape)
+    if room is None or room == shape:
+        return arguments
+    return {
+        name: _leading_rows(value, shape[0], room)
+        for name, value in _padded(arguments, room).items()
+    }
+
+
+def _padded(host: HostArguments, room: Shape) -> HostArguments:
+    """``host`` with each field copied into the leading rows (along the first axis) of a zero
+    array of the grid ``room``."""
+    padded = dict(host)
+    for name, value in host.items():
+        if isinstance(value, np.ndarray) and value.ndim == len(room):
+            whole = np.zeros(room, value.dtype)
+            whole[: value.shape[0]] = value
+            padded[name] = whole
+    return padded
+
+
+def _leading_rows(value: Any, rows: int, room: Shape) -> Any:
+    """A field of the grid ``room`` cut to its first ``rows`` rows (a view, so it keeps the
+    placement in memory of the array it was allocated as); anything else as it is."""
+    return value[:rows] if tuple(getattr(value, "shape", ())) == tuple(room) else value
 
 
 def _no_wait(result: object) -> None:
@@ -213,15 +248,26 @@ def measure_backend(
 
 
 def prepare_backend(
-    workload: Workload, size: str, name: str, backend: Any, shape: Shape | None = None
+    workload: Workload,
+    size: str,
+    name: str,
+    backend: Any,
+    shape: Shape | None = None,
+    room: Shape | None = None,
 ) -> Contender | Row:
     """``workload`` on ``backend`` compiled, run once and verified: a ``Contender`` to time
     (with its direct executable call, for a compiled backend on the small grid), or the final
-    ``FAILED`` row; on ``shape`` instead of the size's grid when given."""
+    ``FAILED`` row; on ``shape`` instead of the size's grid when given.
+
+    ``room``: for an in-cache probe (``roofline.compute_shape``), the grid of its row. The
+    probe's fields are then the leading rows of arrays allocated at that grid, so that they
+    lie in memory as the row's do: a loop's speed in the cache depends on where its input and
+    output lie relative to each other (c_cpu's hdiff ran 1.6x slower with the output one
+    cache line after the input modulo 4 KiB than at the same offset, as the row's arrays)."""
     shape = shape or SIZES[size]
     row = _blank_row(workload, size, name, BACKEND, shape)
     try:
-        return _prepare_backend(workload, size, shape, backend, row)
+        return _prepare_backend(workload, size, shape, backend, row, room)
     except Exception as error:  # a failing backend is a reported row
         return _failed(row, f"{type(error).__name__}: {error}")
 
@@ -231,10 +277,17 @@ def _failed(row: Row, message: str) -> Row:
 
 
 def _prepare_backend(
-    workload: Workload, size: str, shape: Shape, backend: Any, row: Row
+    workload: Workload, size: str, shape: Shape, backend: Any, row: Row, room: Shape | None
 ) -> Contender | Row:
     program = workload.program.with_backend(backend)
-    arguments = backend_arguments(workload, workload.host_arguments(shape), backend)
+    if room is None or room == shape:
+        arguments = backend_arguments(workload, workload.host_arguments(shape), backend)
+    else:
+        padded = _padded(workload.host_arguments(shape), room)
+        arguments = [
+            _leading_rows(value, shape[0], room)
+            for value in backend_arguments(workload, padded, backend)
+        ]
     out = arguments[-1]
     executable: Callable[..., object] | None = None
     if is_compiled(backend):

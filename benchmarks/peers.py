@@ -22,7 +22,13 @@ import numpy as np
 
 from benchmarks.arrays import synchronize
 from benchmarks.machine import CopyKernel
-from benchmarks.measure import Contender, expected_output, time_together, verify
+from benchmarks.measure import (
+    Contender,
+    expected_output,
+    placed_host_arguments,
+    time_together,
+    verify,
+)
 from benchmarks.results import FAILED, PEER, SKIPPED, Row
 from benchmarks.timing import TimedCall, time_calls
 from benchmarks.workloads import SIZES, Workload
@@ -67,15 +73,17 @@ def prepare_peer(
     name: str,
     factory: PeerFactory,
     shape: tuple[int, int, int] | None = None,
+    room: tuple[int, int, int] | None = None,
 ) -> Contender | Row:
     """One peer on one workload and size, compiled, run once and verified: a ``Contender``
     to time, or the final row (``FAILED``, or ``skipped`` without a version of the workload);
-    on ``shape`` instead of the size's grid when given.
+    on ``shape`` instead of the size's grid when given, its fields placed in memory as those
+    of the grid ``room`` when given (``measure.placed_host_arguments``).
     """
     shape = shape or SIZES[size]
     row = Row(workload.name, size, shape, name, PEER, "ok", workload.bytes_per_call(shape))
     try:
-        runner = factory(workload, workload.host_arguments(shape))
+        runner = factory(workload, placed_host_arguments(workload, shape, room))
         if runner is None:
             return attrs.evolve(row, status=SKIPPED, message=f"no {name} version of this workload")
         timing = time_calls(runner, 1, synchronize)  # JIT compilation happens here

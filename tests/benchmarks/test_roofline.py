@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 
 import attrs
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -158,3 +159,18 @@ def test_c_cpu_runs_the_same_code_on_the_in_cache_grid_as_on_the_large_one(name)
         return program.lower(*arguments).as_text()
 
     assert code(compute_shape(workload, LARGE, 32 * 2**20)) == code(LARGE)
+
+
+def test_a_probes_fields_are_the_leading_rows_of_arrays_of_its_rows_grid():
+    workload = workloads.WORKLOADS["hdiff"]
+    grid, probe = (24, 24, 8), (12, 24, 8)
+    placed = measure.placed_host_arguments(workload, probe, grid)
+    plain = workload.host_arguments(probe)
+    assert placed.keys() == plain.keys()
+    for name, value in plain.items():
+        if isinstance(value, np.ndarray):
+            assert placed[name].shape == probe and placed[name].base.shape == grid
+            np.testing.assert_array_equal(placed[name], value)
+        else:
+            assert placed[name] == value
+    assert measure.placed_host_arguments(workload, grid, grid)["inp"].base is None
