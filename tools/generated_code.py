@@ -23,7 +23,8 @@ from backends.c import CTranslation
 from backends.conformance import corpus
 from backends.cuda import CudaTranslation
 
-#: DaCe gives every SDFG element a random guid when it is made; they say nothing of the code
+#: DaCe gives every SDFG element a guid (random before the translation numbered them); they say
+#: nothing of the code
 _GUID = re.compile(r'"guid": "[0-9a-f-]{36}"')
 #: An SDFG's (and a CUDA program's) name ends in a digest of its key, which holds the digest of
 #: the translation's own modules: any edit of them renames every program, the code the same

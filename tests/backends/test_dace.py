@@ -90,6 +90,29 @@ def test_translation_is_an_sdfg_named_after_the_ir_fingerprint():
     assert {"f_inp", "f_out"} <= set(sdfg.arrays)
 
 
+def test_a_program_translates_to_the_same_sdfg_text_every_time():
+    # DaCe draws a random guid for every element it makes; two machines of a fleet that
+    # translate one program apart must still get one text (one compilation key), as c_cpu does.
+    from backends.dace import SDFGTranslation  # noqa: PLC0415  (optional package, under its marker)
+
+    program = backends.dace_cpu.pipeline.frontend(ConcreteDefinition(corpus.hdiff_program.definition))
+    first, second = SDFGTranslation()(program).text, SDFGTranslation()(program).text
+    assert first == second
+    guids = [value for key, value in _items(json.loads(first)) if key == "guid"]
+    assert len(guids) > 10 and len(set(guids)) == len(guids)  # still one per element
+
+
+def _items(tree):
+    """Every (key, value) pair of a JSON tree, depth first."""
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield key, value
+            yield from _items(value)
+    elif isinstance(tree, list):
+        for item in tree:
+            yield from _items(item)
+
+
 def _hdiff_sdfg(**options):
     import dace  # noqa: PLC0415  (optional package, under its marker)
 

@@ -31,9 +31,11 @@ binary.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
+import uuid
 from collections.abc import Mapping
 from importlib import metadata as importlib_metadata
 from typing import Any
@@ -164,8 +166,30 @@ class SDFGTranslation:
         unit = unit_stride_flags(ir, program.compile_time_args)
         name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
         sdfg, interface = build_sdfg(ir, name, unit, self)
-        text = json.dumps(sdfg.to_json(), sort_keys=True)
+        text = json.dumps(_numbered_guids(sdfg.to_json(), name), sort_keys=True)
         return ProgramSource(self.emits, text, name, metadata=interface)
+
+
+def _numbered_guids(tree: Any, name: str) -> Any:
+    """The SDFG's JSON ``tree`` with each element's guid (DaCe draws a random one for every
+    node, edge and state it makes) replaced by one derived from ``name`` and the element's
+    place in the tree: the same program translates to the same text in every process, as
+    c_cpu's does, so machines that translate it apart share its builds."""
+    count = itertools.count()
+
+    def renumbered(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{name}/{next(count)}"))
+                if key == "guid" and isinstance(value, str)
+                else renumbered(value)
+                for key, value in node.items()
+            }
+        if isinstance(node, list):
+            return [renumbered(item) for item in node]
+        return node
+
+    return renumbered(tree)
 
 
 def build_sdfg(
