@@ -281,3 +281,45 @@ def test_a_name_of_two_shapes_after_an_if_is_refused_only_where_it_is_read():
     lines = Path(__file__).read_text().splitlines()
     if_line = 1 + next(i for i, line in enumerate(lines) if "the if that makes t" in line)
     assert f"at line {if_line} " in str(caught.value)
+
+
+@field_operator
+def nested_pair(t: tuple[F, tuple[F, F]]) -> tuple[F, tuple[F, F]]:
+    return t[0], (t[1][0], t[1][1] + t[0])
+
+
+def test_a_program_passes_a_tuple_argument_nested_as_the_operator_declares_it():
+    @program
+    def flat_argument(a: F, b: F, c: F, x: F, y: F, z: F):
+        nested_pair((a, b, c), out=(x, (y, z)))
+
+    with pytest.raises(DSLTypeError, match=r"argument 't' of 'nested_pair' is nested as "
+                       r"\(value, \(value, value\)\), but this tuple is nested as "
+                       r"\(value, value, value\)") as caught:
+        flat_argument.frontend()
+    assert "nested_pair((a, b, c)" in str(caught.value)
+
+
+def test_a_programs_out_is_nested_as_the_operators_results():
+    @program
+    def flat_out(a: F, b: F, c: F, x: F, y: F, z: F):
+        nested_pair((a, (b, c)), out=(x, y, z))
+
+    with pytest.raises(DSLTypeError, match=r"'nested_pair' returns \(value, \(value, value\)\) "
+                       r"but out= is nested as \(value, value, value\)"):
+        flat_out.frontend()
+
+
+def test_nested_tuple_arguments_and_results_nested_alike_run(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    @program
+    def nested_alike(a: F, b: F, c: F, x: F, y: F, z: F):
+        nested_pair((a, (b, c)), out=(x, (y, z)))
+
+    (a, b, c), arrays = _fields(3, to_backend_array, dsl_backend)
+    outs = [to_backend_array(np.zeros(SHAPE), dsl_backend) for _ in range(3)]
+    after = run_program(nested_alike, dsl_backend, *arrays, *outs, written=(3, 4, 5))
+    np.testing.assert_array_equal(to_numpy(after[3]), a)
+    np.testing.assert_array_equal(to_numpy(after[4]), b)
+    np.testing.assert_array_equal(to_numpy(after[5]), c + a)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import attrs
 
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
-from pipeline.dsl.frontend.annotations import parameter_types
+from pipeline.dsl.frontend.annotations import evaluated_annotations, parameter_types
 from pipeline.dsl.frontend.calls import call_arguments
 from pipeline.dsl.frontend.expressions import ExpressionParser
 from pipeline.dsl.frontend.indices import bound
@@ -17,7 +17,7 @@ from pipeline.dsl.frontend.names import is_field_operator, is_scan_operator
 from pipeline.dsl.frontend.operators import body_parser, parse_field_operator, parse_scan_operator
 from pipeline.dsl.frontend.source import function_source
 from pipeline.dsl.frontend.statements import without_docstring
-from pipeline.dsl.frontend.tuples import flat_items
+from pipeline.dsl.frontend.tuples import as_tuple_shape, describe_shape, flat_items, shape
 from pipeline.dsl.ir.nodes import (
     Expr,
     FieldOperatorIR,
@@ -99,8 +99,11 @@ def _parse_stencil_call(
     else:
         operator = parse_field_operator(callee.definition)  # type: ignore[attr-defined]
         result_count = len(operator.result_types)
-    outputs = _outputs(node, operator.name, result_count, parser, params)
-    args = _stencil_arguments(node, operator, parser, params)
+    declared = (
+        {} if is_scan_operator(callee) else evaluated_annotations(callee.definition.function)  # type: ignore[attr-defined]
+    )
+    outputs = _outputs(node, operator.name, result_count, parser, params, declared.get("return"))
+    args = _stencil_arguments(node, operator, parser, params, declared)
     loc = source.location(node)
     results: tuple[Expr, ...]
     if isinstance(operator, ScanOperatorIR):
@@ -116,9 +119,11 @@ def _outputs(
     result_count: int,
     parser: ExpressionParser,
     params: Mapping[str, Type],
+    returns: object = None,
 ) -> tuple[OutputTarget, ...]:
     """The output targets of a call of the operator ``name``, from its ``out=`` and
-    ``domain=`` keywords."""
+    ``domain=`` keywords; ``out=`` nested as the operator's ``returns`` annotation (a field
+    operator's; None for a scan operator's carry)."""
     source = parser.source
     keywords = {k.arg: k for k in node.keywords}
     if "out" not in keywords:
@@ -135,6 +140,15 @@ def _outputs(
             f"{name!r} returns {result_count} field(s) but out= gives {len(outputs)}",
             out_node,
         )
+    nesting = as_tuple_shape(shape(returns))
+    if returns is not None and as_tuple_shape(shape(out_node)) != nesting:
+        raise source.error(
+            DSLTypeError,
+            f"{name!r} returns {describe_shape(nesting)} but out= is nested as "
+            f"{describe_shape(as_tuple_shape(shape(out_node)))}; nest out= as the results are, "
+            "as in Python's unpacking",
+            out_node,
+        )
     if "domain" in keywords:
         outputs = _with_domain(outputs, keywords["domain"].value, parser, params)
     return outputs
@@ -145,9 +159,10 @@ def _stencil_arguments(
     operator: FieldOperatorIR | ScanOperatorIR,
     parser: ExpressionParser,
     params: Mapping[str, Type],
+    declared: Mapping[str, object],
 ) -> tuple[Expr, ...]:
     """The arguments of a program's call of ``operator``: program parameters (a tuple
-    parameter's fields one by one) or constants."""
+    parameter's fields one by one, nested as its annotation in ``declared``) or constants."""
     source = parser.source
     keyword_args = [k for k in node.keywords if k.arg not in {"out", "domain"}]
     signature = (
@@ -168,6 +183,15 @@ def _stencil_arguments(
                 DSLTypeError,
                 f"argument {name!r} of {operator.name!r} is a tuple of {len(parts)} field(s); "
                 "pass a tuple of program parameters, like (a, b)",
+                arg,
+            )
+        nesting = shape(declared.get(name))
+        if name in declared and shape(arg) != nesting:
+            raise source.error(
+                DSLTypeError,
+                f"argument {name!r} of {operator.name!r} is nested as "
+                f"{describe_shape(nesting)}, but this tuple is nested as "
+                f"{describe_shape(shape(arg))}; nest it alike",
                 arg,
             )
         arguments += items
