@@ -70,6 +70,7 @@ def fresh_backends() -> list[str]:
     return result.stdout.split()
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_covers_every_available_backend_workload_and_size(quick_run, fresh_backends):
     data, _ = quick_run
     found = {(r["backend"], r["workload"], r["size"]) for r in data["rows"]}
@@ -80,6 +81,7 @@ def test_quick_run_covers_every_available_backend_workload_and_size(quick_run, f
                 assert (backend, workload, size) in found
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_verifies_every_row_and_reports_positive_times(quick_run):
     data, _ = quick_run
     for row in data["rows"]:
@@ -91,6 +93,7 @@ def test_quick_run_verifies_every_row_and_reports_positive_times(quick_run):
         assert row["ratio_to_numpy"] > 0
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_times_rows_beyond_the_cache_beside_the_copy_kernel(quick_run):
     cache_bytes = last_level_cache_bytes()
     rows = [row for row in quick_run[0]["rows"] if row["median"]]
@@ -106,6 +109,7 @@ def test_quick_run_times_rows_beyond_the_cache_beside_the_copy_kernel(quick_run)
     assert any(row["copy_bandwidth"] for row in rows)  # the large grid exceeds the cache
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_puts_every_bandwidth_row_against_its_roofline(quick_run):
     data, output = quick_run
     bandwidth = [row for row in data["rows"] if row["median"] and row["copy_bandwidth"]]
@@ -144,6 +148,7 @@ def test_the_copy_kernel_timed_beside_a_row_sets_its_copy_bandwidth():
     assert 0 < row.copy_bandwidth <= row.best_copy_bandwidth
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_header_describes_machine_limit_and_options(quick_run, fresh_backends):
     header = quick_run[0]["header"]
     assert header["machine"]["cores"] >= 1
@@ -153,6 +158,7 @@ def test_quick_run_header_describes_machine_limit_and_options(quick_run, fresh_b
     assert set(header["backends"]) == set(fresh_backends)
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_reports_the_cold_compile_as_the_sum_of_the_cold_stages(quick_run):
     figures = [f for f in quick_run[0]["pipeline"] if f["cold_stages"]]
     for f in figures:
@@ -163,12 +169,14 @@ def test_quick_run_reports_the_cold_compile_as_the_sum_of_the_cold_stages(quick_
         assert any(f["backend"] == "c_cpu" for f in figures)
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_writes_csv_next_to_json(quick_run):
     data, output = quick_run
     lines = (output / "results.csv").read_text().splitlines()
     assert len(lines) == 1 + len(data["rows"])
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
 def test_quick_run_compares_with_the_earlier_run(quick_run):
     comparison = quick_run[0]["comparison"]
     assert {(c["backend"], c["size"]) for c in comparison} == {
