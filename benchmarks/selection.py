@@ -20,6 +20,12 @@ __all__ = ["Selected", "resolve_backend", "select_backends"]
 
 Runnable = backends.CompiledBackend | backends.EmbeddedBackend
 
+#: Available backends a run without ``--backends`` leaves out, and why: they exist to check
+#: code, not to time it (name them with ``--backends`` to time them anyway).
+NOT_TIMED_BY_DEFAULT = {
+    "cuda_emulated": "it runs cuda_gpu's kernels one thread after another on the CPU",
+}
+
 
 @attrs.frozen
 class Selected:
@@ -66,7 +72,8 @@ def resolve_backend(reference: str) -> Runnable:
 
 
 def select_backends(references: tuple[str, ...] | None) -> dict[str, Selected]:
-    """The backends to measure by name, in the order given (``None``: every available one).
+    """The backends to measure by name, in the order given (``None``: every available one
+    but those ``NOT_TIMED_BY_DEFAULT``).
 
     Raises:
         ValueError: a reference finds no backend, or two find backends of one name.
@@ -76,6 +83,7 @@ def select_backends(references: tuple[str, ...] | None) -> dict[str, Selected]:
             name: Selected(name, backend)
             for name, backend in backends.available_backends().items()
             if isinstance(backend, backends.CompiledBackend | backends.EmbeddedBackend)
+            and name not in NOT_TIMED_BY_DEFAULT
         }
     selected: dict[str, Selected] = {}
     for reference in references:

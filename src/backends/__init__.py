@@ -1,7 +1,8 @@
 """Named backends and the classes they are made of.
 
 ``embedded_numpy`` (the default backend) is always here. ``c_cpu`` (needs a C compiler),
-``cuda_gpu`` (CuPy, nvcc and a GPU), ``dace_cpu``, ``dace_gpu``, ``embedded_cupy``,
+``cuda_gpu`` (CuPy, nvcc and a GPU), ``cuda_emulated`` (cuda_gpu's kernels run thread by
+thread on the CPU; needs a C++ compiler), ``dace_cpu``, ``dace_gpu``, ``embedded_cupy``,
 ``embedded_jax`` and ``jax_jit`` (``jax.jit`` of the embedded definition) are created on first
 attribute access and raise ``AttributeError`` naming what is missing (a compiler, an optional
 package, a device). Backends of your own join with
@@ -147,6 +148,24 @@ def _cuda_gpu() -> Backend:
     )
 
 
+def _cuda_emulated() -> Backend:
+    import allocators  # noqa: PLC0415
+    from backends.cache import cache_directory  # noqa: PLC0415
+    from backends.cuda.emulation import cuda_emulated_pipeline, default_cxx  # noqa: PLC0415
+
+    compiler = default_cxx()
+    if shutil.which(compiler) is None:
+        raise AttributeError(
+            f"cuda_emulated needs a C++ compiler, and {compiler!r} was not found; install g++ "
+            "or clang++ (e.g. `apt-get install g++`) or set $CXX"
+        )
+    return CompiledBackend(
+        "cuda_emulated",
+        allocators.NumPyBufferAllocator(),
+        cuda_emulated_pipeline(cache_directory()),
+    )
+
+
 def _require(module: str, extra: str) -> object:
     try:
         return importlib.import_module(module)
@@ -163,6 +182,7 @@ def _require(module: str, extra: str) -> object:
 _LAZY: dict[str, Callable[[], Backend]] = {
     "c_cpu": _c_cpu,
     "cuda_gpu": _cuda_gpu,
+    "cuda_emulated": _cuda_emulated,
     "embedded_cupy": _embedded_cupy,
     "embedded_jax": _embedded_jax,
     "jax_jit": _jax_jit,

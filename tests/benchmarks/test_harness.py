@@ -274,6 +274,13 @@ def test_a_backend_reference_that_finds_nothing_is_a_clear_error():
         select_backends(("numpy:sum",))
 
 
+def test_a_run_without_backends_leaves_out_the_emulation_unless_it_is_named():
+    assert "cuda_emulated" in backends.available_backends()
+    assert "cuda_emulated" not in select_backends(None)
+    assert "c_cpu" in select_backends(None)
+    assert list(select_backends(("cuda_emulated",))) == ["cuda_emulated"]
+
+
 def test_the_peers_run_by_default_and_no_peers_leaves_them_out():
     from benchmarks.__main__ import parse_options  # noqa: PLC0415
 

@@ -49,7 +49,8 @@ def _marks_for_registered(name: str) -> tuple[pytest.MarkDecorator, ...]:
     marks: list[pytest.MarkDecorator] = []
     if "dace" in name:
         marks.append(pytest.mark.requires_dace)
-    if "gpu" in name or "cuda" in name or "cupy" in name:
+    # cuda_emulated runs cuda_gpu's kernels on the CPU: it needs no GPU.
+    if ("gpu" in name or "cuda" in name or "cupy" in name) and name != "cuda_emulated":
         marks.append(pytest.mark.requires_gpu)
     if "jax" in name:
         marks.append(pytest.mark.requires_jax)

@@ -41,7 +41,7 @@ from pipeline.dsl.types import FieldType
 from pipeline.errors import DamagedArtifactError
 from pipeline.stages import CompiledArtifact
 
-__all__ = ["MAX_GRID_YZ", "CudaProgram", "grid_for", "load_cuda"]
+__all__ = ["MAX_GRID_YZ", "CudaProgram", "grid_for", "load_cuda", "plan_launches"]
 
 #: The most blocks along a grid's y and z axes; the kernels walk beyond in grid-stride loops.
 MAX_GRID_YZ = 65535
@@ -172,51 +172,88 @@ class CudaProgram:
         return loaded[1]
 
     def _prepare(self, args: tuple[Any, ...], device: int, cupy: Any) -> _Launches:
-        ir = self.interface.ir
         record = np.zeros(1, self._dtype)
-        shapes: dict[str, tuple[int, ...]] = {}
-        scalars: dict[str, Any] = {}
-        for param, value in zip(ir.params, args, strict=True):
-            if isinstance(param.type, FieldType):
-                shapes[param.name] = tuple(value.shape)
-                record[f"p_{param.name}"] = int(value.data.ptr)
-                if param.type.dims:
-                    record[f"s_{param.name}"] = [s // value.itemsize for s in value.strides]
-            else:
-                scalars[param.name] = value
-                record[f"sc_{param.name}"] = value
+        launches, keep = plan_launches(
+            self.interface,
+            args,
+            record,
+            pointer=lambda array: int(array.data.ptr),
+            allocate=lambda elements, dtype: cupy.empty(elements, dtype=dtype),
+        )
         with self._lock:
             kernels = self._kernels(device, cupy)
-        launches = []
-        keep = []
-        for plan in self.interface.kernels:
-            stencil = ir.stencils[plan.stencil]
-            target = stencil.outputs[0]
-            target_type = ir.param(target.name).type
-            assert isinstance(target_type, FieldType)
-            bounds = resolve_domain(target.slices, shapes[target.name], scalars)
-            domain = dict(zip(target_type.dim_names, bounds, strict=True))
-            if plan.dims:
-                record[f"lo{plan.stencil}"] = [domain[d][0] for d in plan.dims]
-                record[f"hi{plan.stencil}"] = [domain[d][1] for d in plan.dims]
-            config = grid_for(plan, domain)
-            if config is None:
-                continue
-            if plan.kept:
-                assert plan.sequential is not None
-                elements = 1
-                for d in plan.dims:
-                    elements *= domain[d][1] - domain[d][0]
-                for member, dtype in plan.kept:
-                    buffer = cupy.empty(elements, dtype=dtype)
-                    keep.append(buffer)
-                    record[member] = int(buffer.data.ptr)
-            (gx, gy, gz), (bx, by, bz) = config
-            launches.append((int(kernels[plan.name].ptr), gx, gy, gz, bx, by, bz))
-        prepared = _Launches(record, tuple(launches), tuple(keep))
+        prepared = _Launches(
+            record,
+            tuple((int(kernels[plan.name].ptr), *grid, *block) for plan, grid, block in launches),
+            tuple(keep),
+        )
         signature = ArgumentSignature.of(args, self._fields, self._scalars, context=device)
         self._calls.remember(args, signature, prepared)
         return prepared
+
+
+Launch = tuple[KernelPlan, tuple[int, int, int], tuple[int, int, int]]
+
+
+def plan_launches(
+    interface: CudaInterface,
+    args: tuple[Any, ...],
+    record: np.ndarray[Any, Any],
+    *,
+    pointer: Callable[[Any], int],
+    allocate: Callable[[int, str], Any],
+) -> tuple[list[Launch], list[Any]]:
+    """Fill ``record`` (one ``sf_args``) for ``args`` and plan the kernels' launches.
+
+    Args:
+        interface: the program's launch plans.
+        args: one value per parameter (checked), arrays of the memory the kernels read.
+        record: the argument struct to fill: pointers, strides, scalars, domains, buffers.
+        pointer: an array's address.
+        allocate: a scratch buffer of so many elements of a dtype (by name), in that memory.
+
+    Returns:
+        Per stencil whose domain is not empty, in order: its plan, grid and block; and the
+        scan scratch buffers, which must live as long as the launches may run.
+    """
+    ir = interface.ir
+    shapes: dict[str, tuple[int, ...]] = {}
+    scalars: dict[str, Any] = {}
+    for param, value in zip(ir.params, args, strict=True):
+        if isinstance(param.type, FieldType):
+            shapes[param.name] = tuple(value.shape)
+            record[f"p_{param.name}"] = pointer(value)
+            if param.type.dims:
+                record[f"s_{param.name}"] = [s // value.itemsize for s in value.strides]
+        else:
+            scalars[param.name] = value
+            record[f"sc_{param.name}"] = value
+    launches: list[Launch] = []
+    keep: list[Any] = []
+    for plan in interface.kernels:
+        stencil = ir.stencils[plan.stencil]
+        target = stencil.outputs[0]
+        target_type = ir.param(target.name).type
+        assert isinstance(target_type, FieldType)
+        bounds = resolve_domain(target.slices, shapes[target.name], scalars)
+        domain = dict(zip(target_type.dim_names, bounds, strict=True))
+        if plan.dims:
+            record[f"lo{plan.stencil}"] = [domain[d][0] for d in plan.dims]
+            record[f"hi{plan.stencil}"] = [domain[d][1] for d in plan.dims]
+        config = grid_for(plan, domain)
+        if config is None:
+            continue
+        if plan.kept:
+            assert plan.sequential is not None
+            elements = 1
+            for d in plan.dims:
+                elements *= domain[d][1] - domain[d][0]
+            for member, dtype in plan.kept:
+                buffer = allocate(elements, dtype)
+                keep.append(buffer)
+                record[member] = pointer(buffer)
+        launches.append((plan, *config))
+    return launches, keep
 
 
 def load_cuda(artifact: CompiledArtifact, /) -> CudaProgram:
