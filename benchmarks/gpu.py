@@ -1,9 +1,11 @@
 """The GPU rows: the GPU backends beside CuPy slicing and the device's copy bandwidth.
 
-``python -m benchmarks.gpu [--output DIR] [--repeat N] [--quick]`` runs laplacian and hdiff on
-``large`` (512x512x80, float64: bandwidth) and ``small`` (16x16x8: the cost of a repeat call)
-grids, on every GPU backend available (``cuda_gpu``, its ``columns`` variant, ``dace_gpu``,
-``embedded_cupy``) and on the workload's own slicing kernel in CuPy. Each runner is verified
+``python -m benchmarks.gpu [--output DIR] [--repeat N] [--quick]`` runs laplacian, hdiff and
+the vertical solvers (tridiagonal, vertical_advection) on ``large`` (512x512x80, float64:
+bandwidth) and ``small`` (16x16x8: the cost of a repeat call) grids, on every GPU backend
+available (``cuda_gpu``, its ``columns`` variant and its kernels before 32-bit indices and
+covering grids, ``dace_gpu``, ``embedded_cupy``; the solvers also on arrays laid out K
+outermost) and on the workload's own slicing kernel in CuPy. Each runner is verified
 against NumPy before it is timed. Large rows are timed on the device (CUDA events around a
 batch of calls) and given as a fraction of the device copy bandwidth (a CuPy copy of arrays
 of the same size, timed the same way); small rows are timed on the host, a batch of calls
@@ -37,11 +39,18 @@ __all__ = ["GPU_SIZES", "GPU_WORKLOADS", "GpuRow", "find_gpu", "main", "run"]
 GPU_SIZES: Mapping[str, tuple[int, int, int]] = MappingProxyType(
     {"large": (512, 512, 80), "small": (16, 16, 8)}
 )
-GPU_WORKLOADS = ("laplacian", "hdiff")
-#: The issue's goals: a fraction of the device copy bandwidth on large grids, and the time of
-#: a repeat call on the small one.
+GPU_WORKLOADS = ("laplacian", "hdiff", "tridiagonal", "vertical_advection")
+#: The vertical solvers: their column kernels also run on arrays laid out K outermost.
+VERTICAL_WORKLOADS = frozenset({"tridiagonal", "vertical_advection"})
+#: The issues' goals: a fraction of the device copy bandwidth on large grids (horizontal
+#: stencils, vertical solvers), the solvers' speed-up over CuPy slicing, and the time of a
+#: repeat call on the small one.
 BANDWIDTH_GOAL = 0.8
+VERTICAL_BANDWIDTH_GOAL = 0.5
+VERTICAL_SPEEDUP_GOAL = 10.0
 REPEAT_CALL_GOAL_SECONDS = 10e-6
+#: The runner of a layout other than the allocator's: `` [K outer]``.
+K_OUTER = " [K outer]"
 
 Runner = Callable[[], Any]
 
@@ -148,7 +157,20 @@ def _backends() -> dict[str, Any]:
         found["cuda_gpu[columns]"] = attrs.evolve(
             cuda, name="cuda_gpu_columns", pipeline=columns
         )
+        # The kernels as they were before 32-bit indices and covering grids: their A/B.
+        wide = cuda.pipeline.evolve_step(
+            "translation", narrow_indices=False, covering_grids=False
+        )
+        found["cuda_gpu[64-bit, strided]"] = attrs.evolve(
+            cuda, name="cuda_gpu_wide", pipeline=wide
+        )
     return found
+
+
+def k_outer(cupy: Any, array: Any) -> Any:
+    """``array`` (I, J, K) copied into memory laid out K, I, J: a column solver's threads,
+    one per (I, J), then read neighbouring addresses at each level."""
+    return cupy.ascontiguousarray(array.transpose(2, 0, 1)).transpose(1, 2, 0)
 
 
 def _runners(
@@ -164,17 +186,29 @@ def _runners(
         sliced[workload.domain] = workload.kernel(cupy, **inputs)
 
     runners["cupy slicing"] = (slicing, sliced)
+    layouts: dict[str, Callable[[Any], Any]] = {"": cupy.asarray}
+    if workload.name in VERTICAL_WORKLOADS:
+        layouts[K_OUTER] = lambda array: k_outer(cupy, cupy.asarray(array))
     for name, backend in _backends().items():
-        try:
-            program = workload.program.with_backend(backend)
-            args = {k: cupy.asarray(v) if isinstance(v, np.ndarray) else v for k, v in host.items()}
-            ordered = tuple(args[p] for p in workload.parameters)
-            if isinstance(backend, CompiledBackend):
-                program.compile(*ordered)
-            runners[name] = (_caller(program, ordered), args["out"])
-        except Exception as error:  # a backend that cannot build this workload is a row
-            runners[name] = f"{type(error).__name__}: {error}"
+        for layout, place in layouts.items():
+            runners[name + layout] = _runner(workload, backend, host, place)
     return runners
+
+
+def _runner(
+    workload: Workload, backend: Any, host: dict[str, Any], place: Callable[[Any], Any]
+) -> tuple[Runner, Any] | str:
+    """The call of ``workload`` on ``backend`` with arrays placed by ``place``, and its
+    output; or why it cannot run."""
+    try:
+        program = workload.program.with_backend(backend)
+        args = {k: place(v) if isinstance(v, np.ndarray) else v for k, v in host.items()}
+        ordered = tuple(args[p] for p in workload.parameters)
+        if isinstance(backend, CompiledBackend):
+            program.compile(*ordered)
+        return _caller(program, ordered), args["out"]
+    except Exception as error:  # a backend that cannot build this workload is a row
+        return f"{type(error).__name__}: {error}"
 
 
 def _caller(program: Any, arguments: tuple[Any, ...]) -> Runner:
@@ -235,8 +269,10 @@ def _measure(
 
 
 def _goals(rows: list[GpuRow]) -> list[str]:
-    lines = []
+    lines = _vertical_goals(rows)
     for row in rows:
+        if row.workload in VERTICAL_WORKLOADS:
+            continue
         if row.runner != "cuda_gpu" or row.status != "ok" or row.seconds is None:
             continue
         if row.size == "large" and row.fraction_of_copy is not None:
@@ -252,6 +288,30 @@ def _goals(rows: list[GpuRow]) -> list[str]:
     return lines
 
 
+def _vertical_goals(rows: list[GpuRow]) -> list[str]:
+    """Per vertical solver and backend: its best layout's fraction of the copy and its
+    speed-up over CuPy slicing, on the large grid."""
+    lines = []
+    large = [r for r in rows if r.size == "large" and r.status == "ok" and r.seconds]
+    for workload in sorted(VERTICAL_WORKLOADS):
+        mine = [r for r in large if r.workload == workload]
+        slicing = next((r.seconds for r in mine if r.runner == "cupy slicing"), None)
+        for backend in ("cuda_gpu", "dace_gpu"):
+            runs = [r for r in mine if r.runner in (backend, backend + K_OUTER)]
+            if not runs or slicing is None:
+                continue
+            best = min(runs, key=lambda r: r.seconds or 0.0)
+            fraction = best.fraction_of_copy or 0.0
+            speedup = slicing / (best.seconds or 1.0)
+            met = fraction >= VERTICAL_BANDWIDTH_GOAL and speedup >= VERTICAL_SPEEDUP_GOAL
+            lines.append(
+                f"{workload} large on {best.runner}: {fraction:.2f} of the device copy (goal "
+                f"{VERTICAL_BANDWIDTH_GOAL}), {speedup:.1f}x CuPy slicing (goal "
+                f"{VERTICAL_SPEEDUP_GOAL:.0f}x): {'met' if met else 'missed'}"
+            )
+    return lines
+
+
 def _table(report: dict[str, Any]) -> str:
     lines = [f"device: {report['device']}"]
     if "skipped" in report:
@@ -262,7 +322,7 @@ def _table(report: dict[str, Any]) -> str:
         timing = f"{seconds * 1e6:10.1f} us" if seconds is not None else " " * 13
         fraction = row["fraction_of_copy"]
         share = f"{fraction:5.2f} of copy" if fraction is not None else ""
-        lines.append(f"{row['workload']:10} {row['size']:6} {row['runner']:18} {row['status']:7} "
+        lines.append(f"{row['workload']:18} {row['size']:6} {row['runner']:36} {row['status']:7} "
                      f"{timing} {share} {row['message'][:120]}")
     return "\n".join([*lines, *report["goals"]])
 

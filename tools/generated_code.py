@@ -5,7 +5,7 @@ Usage: python tools/generated_code.py OUT_DIR   (run from a checkout, PYTHONPATH
 
 The C translations run with fixed options (no measured choice), so the text depends on the code
 only: c_cpu with its defaults but no tuning, c_cpu with temporaries and tiles, cuda_gpu with its
-defaults, and the DaCe SDFGs for the CPU (each recipe) and the GPU.
+defaults (and as small arrays make it), and the DaCe SDFGs for the CPU (each recipe) and the GPU.
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 import backends
 from backends.c import CTranslation
 from backends.conformance import corpus
 from backends.cuda import CudaTranslation
+from pipeline.stages import CompileTimeArgs
+
+_SMALL_ARRAYS = CompileTimeArgs((("index_bits", 32), ("grid_covers", True)))
 
 #: DaCe gives every SDFG element a guid (random before the translation numbered them); they say
 #: nothing of the code
@@ -44,6 +49,10 @@ def _translations() -> dict[str, Callable[[Any], Any]]:
                                 streaming_stores=True, streaming_min_bytes=0, tuning=None),
         "cuda": CudaTranslation(),
         "cuda_columns": CudaTranslation(parallelization="columns"),
+        # As small arrays make it: 32-bit indices, one point per thread.
+        "cuda_narrow": lambda program: CudaTranslation()(
+            attrs.evolve(program, compile_time_args=_SMALL_ARRAYS)
+        ),
     }
     try:
         from allocators import DeviceType  # noqa: PLC0415

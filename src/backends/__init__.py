@@ -126,6 +126,7 @@ def _cuda_gpu() -> Backend:
     import allocators  # noqa: PLC0415
     from backends.cache import cache_directory  # noqa: PLC0415
     from backends.cuda import cuda_gpu_pipeline, default_nvcc  # noqa: PLC0415
+    from backends.cuda.specialization import compile_time_args  # noqa: PLC0415
 
     nvcc = default_nvcc()
     if shutil.which(nvcc) is None:
@@ -145,6 +146,7 @@ def _cuda_gpu() -> Backend:
         "cuda_gpu",
         allocators.CuPyBufferAllocator(),
         cuda_gpu_pipeline(cache_directory(), arch=f"sm_{capability}"),
+        compile_time_args=compile_time_args,
     )
 
 
@@ -152,6 +154,7 @@ def _cuda_emulated() -> Backend:
     import allocators  # noqa: PLC0415
     from backends.cache import cache_directory  # noqa: PLC0415
     from backends.cuda.emulation import cuda_emulated_pipeline, default_cxx  # noqa: PLC0415
+    from backends.cuda.specialization import compile_time_args  # noqa: PLC0415
 
     compiler = default_cxx()
     if shutil.which(compiler) is None:
@@ -163,6 +166,7 @@ def _cuda_emulated() -> Backend:
         "cuda_emulated",
         allocators.NumPyBufferAllocator(),
         cuda_emulated_pipeline(cache_directory()),
+        compile_time_args=compile_time_args,
     )
 
 

@@ -36,7 +36,7 @@ from pipeline.dsl.arguments import ArgumentChecker
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.ir.nodes import Param
 from pipeline.errors import DamagedArtifactError
-from pipeline.stages import ConcreteDefinition
+from pipeline.stages import CompileTimeArgs, ConcreteDefinition
 
 
 def _program(case_or_program):
@@ -250,6 +250,34 @@ def test_every_corpus_program_translates_to_cuda_that_nvcc_compiles_for_sm_90(tm
 _COLUMN_CASES = ["laplacian", "hdiff", "concat_where_corner_and_shifted_local",
                  "tuple_return_mixed_dtypes_shifted", "broadcast_shifted_ij_field",
                  "builtins_predicates", "int64_remainder_negative_operands"]
+
+
+_NARROW = CompileTimeArgs((("index_bits", 32), ("grid_covers", True)))
+
+
+@pytest.mark.requires_nvcc
+@pytest.mark.parametrize("parallelization", ["points", "columns"])
+def test_kernels_with_32_bit_indices_and_one_point_per_thread_compile(tmp_path, parallelization):
+    compilation = NvccCompilation(str(tmp_path / "cache"))
+    files = []
+    for name in [*_COLUMN_CASES, "scan_tridiagonal_two_calls", "workload_vertical_advection"]:
+        program = attrs.evolve(_program(_case(name)), compile_time_args=_NARROW)
+        source = CudaTranslation(parallelization=parallelization)(program)
+        assert "32-bit indices, one point per thread" in source.text.splitlines()[0]
+        assert all(plan.grid_covers for plan in source.metadata.kernels)
+        file = tmp_path / f"{name}.cu"
+        file.write_text(source.text)
+        files.append((file, source))
+    built = _compile_all(compilation, files, tmp_path)
+    assert all(built[file].stat().st_size > 0 for file, _ in files)
+
+
+def test_a_kernel_for_covering_grids_is_never_launched_on_a_domain_past_the_grid_limit():
+    program = attrs.evolve(_program(_case("laplacian")), compile_time_args=_NARROW)
+    (plan,) = CudaTranslation()(program).metadata.kernels
+    assert grid_for(plan, {"I": (0, 9), "J": (0, 9), "K": (0, 6)}) is not None
+    with pytest.raises(RuntimeError, match="one point per thread.*please report"):
+        grid_for(plan, {"I": (0, 9), "J": (0, 8 * MAX_GRID_YZ + 8), "K": (0, 6)})
 
 
 @pytest.mark.requires_nvcc

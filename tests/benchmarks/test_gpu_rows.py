@@ -4,6 +4,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import gpu
@@ -19,9 +20,41 @@ def test_without_a_gpu_the_rows_are_skipped_saying_why(monkeypatch, tmp_path):
     assert report["skipped"] == "no GPU rows: CuPy finds no CUDA device"
 
 
-def test_the_rows_are_laplacian_and_hdiff_on_the_grids_of_the_issue():
-    assert gpu.GPU_WORKLOADS == ("laplacian", "hdiff")
+def test_the_rows_are_the_four_workloads_on_the_grids_of_the_issue():
+    assert gpu.GPU_WORKLOADS == ("laplacian", "hdiff", "tridiagonal", "vertical_advection")
     assert dict(gpu.GPU_SIZES) == {"large": (512, 512, 80), "small": (16, 16, 8)}
+
+
+def test_the_solvers_judged_by_their_best_layout_against_copy_and_cupy_slicing():
+    rows = [
+        gpu.GpuRow("tridiagonal", "large", "cupy slicing", "ok", 40e-3, 10, 0.01),
+        gpu.GpuRow("tridiagonal", "large", "cuda_gpu", "ok", 8e-3, 10, 0.1),
+        gpu.GpuRow("tridiagonal", "large", "cuda_gpu [K outer]", "ok", 2e-3, 10, 0.6),
+        gpu.GpuRow("tridiagonal", "large", "dace_gpu", "ok", 10e-3, 10, 0.08),
+        gpu.GpuRow("tridiagonal", "small", "cuda_gpu", "ok", 9e-6, 10),
+    ]
+    assert gpu._goals(rows) == [
+        "tridiagonal large on cuda_gpu [K outer]: 0.60 of the device copy (goal 0.5), 20.0x "
+        "CuPy slicing (goal 10x): met",
+        "tridiagonal large on dace_gpu: 0.08 of the device copy (goal 0.5), 4.0x CuPy slicing "
+        "(goal 10x): missed",
+    ]
+
+
+@pytest.mark.parametrize("workload", sorted(gpu.VERTICAL_WORKLOADS))
+def test_the_k_outer_layout_puts_neighbouring_columns_side_by_side_and_solves_right(workload):
+    """What the GPU rows run on that layout, checked here on cuda_gpu's emulated kernels."""
+    import backends  # noqa: PLC0415
+
+    chosen = gpu.WORKLOADS[workload]
+    host = chosen.host_arguments((6, 5, 7))
+    expected = chosen.host_arguments((6, 5, 7))
+    chosen.reference(expected)
+    args = {k: gpu.k_outer(np, v) if isinstance(v, np.ndarray) else v for k, v in host.items()}
+    assert args["out"].strides == (5 * 8, 8, 6 * 5 * 8)
+    program = chosen.program.with_backend(backends.cuda_emulated)
+    program(*(args[p] for p in chosen.parameters))
+    np.testing.assert_allclose(args["out"], expected["out"], rtol=1e-12, atol=1e-12)
 
 
 def test_the_goals_are_judged_on_cuda_gpu_rows_only():

@@ -86,6 +86,8 @@ class KernelPlan:
             dimension in the ``columns`` parallelization); None: a thread per point.
         kept: the scratch buffers of a scan's earlier passes, as (struct member, dtype name):
             one element per level of ``sequential`` and thread.
+        grid_covers: the kernel computes one point per thread along y and z (no grid-stride
+            loops), so it must be launched only with a grid that covers the domain.
     """
 
     name: str
@@ -95,6 +97,7 @@ class KernelPlan:
     block: tuple[int, int, int]
     sequential: str | None
     kept: tuple[tuple[str, str], ...] = ()
+    grid_covers: bool = attrs.field(default=False, kw_only=True)
 
 
 @attrs.frozen

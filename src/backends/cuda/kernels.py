@@ -74,9 +74,17 @@ def fold_block(
 
 class _KernelGenerator(StencilGenerator):
     def __init__(
-        self, site: StencilSite, *, parallelization: str, block: tuple[int, int, int]
+        self,
+        site: StencilSite,
+        *,
+        parallelization: str,
+        block: tuple[int, int, int],
+        index_type: str = "int64_t",
+        grid_covers: bool = False,
     ) -> None:
         super().__init__(site, temporaries=False)
+        self.itype = index_type
+        self.grid_covers = grid_covers
         self.sweeps = plan_sweeps(self.stencil)
         if self.sweeps is not None:
             self.sequential: str | None = self.sweeps.axis
@@ -122,14 +130,23 @@ class _KernelGenerator(StencilGenerator):
             lines.append(f"{indent}}}")
         lines.append("}")
         plan = KernelPlan(
-            self.name, self.index, self.dims, self.threads, self.block, self.sequential, kept
+            self.name,
+            self.index,
+            self.dims,
+            self.threads,
+            self.block,
+            self.sequential,
+            kept,
+            grid_covers=self.grid_covers,
         )
         return KernelCode(plan, "\n".join(lines))
 
     def _unpack(self) -> list[str]:
+        it = self.itype
+        narrow = "" if it == "int64_t" else f"({it})"  # the struct's members are 64-bit
         lines = [
-            f"    const int64_t lo_{d} = a.lo{self.index}[{i}], hi_{d} = a.hi{self.index}[{i}]; "
-            f"(void)lo_{d}; (void)hi_{d};"
+            f"    const {it} lo_{d} = {narrow}a.lo{self.index}[{i}], "
+            f"hi_{d} = {narrow}a.hi{self.index}[{i}]; (void)lo_{d}; (void)hi_{d};"
             for i, d in enumerate(self.dims)
         ]
         written = {t.name for t in self.stencil.outputs}
@@ -150,7 +167,9 @@ class _KernelGenerator(StencilGenerator):
             )
             for axis in range(len(param.type.dims)):
                 stride = f"s_{name}_{axis}"
-                lines.append(f"    const int64_t {stride} = a.s_{name}[{axis}]; (void){stride};")
+                lines.append(
+                    f"    const {it} {stride} = {narrow}a.s_{name}[{axis}]; (void){stride};"
+                )
         return lines
 
     def _used_fields(self) -> set[str]:
@@ -169,45 +188,61 @@ class _KernelGenerator(StencilGenerator):
             if param.name in used and any(d in self.parallel for d in dims):
                 unit = self.unit_stride.get(param.name, False)
                 offset = base_offset(param.name, dims, unit, self.parallel)
-                lines.append(f"{indent}const int64_t o_{param.name} = {offset};")
+                lines.append(f"{indent}const {self.itype} o_{param.name} = {offset};")
         return lines
 
     def _thread_loops(self) -> tuple[list[str], str]:
         """The thread's point along the parallel dimensions: x by index (threads past the
-        domain return), y and z in grid-stride loops. Returns the lines and the indentation
-        of the body."""
+        domain return); y and z by index too when the grid covers the domain, else in
+        grid-stride loops. Returns the lines and the indentation of the body."""
         x, y, z = self.threads
+        it = self.itype
         lines = []
         indent = "    "
         for d in x:
             lines += [
-                f"{indent}const int64_t x_{d} = lo_{d} + (int64_t)blockIdx.x * blockDim.x "
+                f"{indent}const {it} x_{d} = lo_{d} + ({it})blockIdx.x * blockDim.x "
                 "+ threadIdx.x;",
                 f"{indent}if (x_{d} >= hi_{d}) return;",
             ]
-        # Grids cover the domain except past the y and z limits, so a thread almost always
-        # runs these loops once: unrolled, nvcc set up four iterations (64-bit divisions and
-        # multiplications) in every thread, which left the H200 at 0.3 of its copy bandwidth.
-        for d in y:
-            lines.append(f"{indent}#pragma unroll 1")
-            lines.append(
-                f"{indent}for (int64_t x_{d} = lo_{d} + (int64_t)blockIdx.y * blockDim.y + "
-                f"threadIdx.y; x_{d} < hi_{d}; x_{d} += (int64_t)gridDim.y * blockDim.y) {{"
-            )
-            indent += "    "
+        count = " * ".join(f"(hi_{d} - lo_{d})" for d in z)
+        if self.grid_covers:
+            for d in y:
+                lines += [
+                    f"{indent}const {it} x_{d} = lo_{d} + ({it})blockIdx.y * blockDim.y "
+                    "+ threadIdx.y;",
+                    f"{indent}if (x_{d} >= hi_{d}) return;",
+                ]
+            if z:
+                lines += [
+                    f"{indent}const {it} z = ({it})blockIdx.z * blockDim.z + threadIdx.z;",
+                    f"{indent}if (z >= {count}) return;",
+                ]
+        else:
+            # Past the grid's y and z limits a thread walks on; it almost always runs these
+            # loops once: unrolled, nvcc set up four iterations (64-bit divisions and
+            # multiplications) in every thread, which left the H200 at 0.3 of its copy
+            # bandwidth.
+            for d in y:
+                lines.append(f"{indent}#pragma unroll 1")
+                lines.append(
+                    f"{indent}for ({it} x_{d} = lo_{d} + ({it})blockIdx.y * blockDim.y + "
+                    f"threadIdx.y; x_{d} < hi_{d}; x_{d} += ({it})gridDim.y * blockDim.y) {{"
+                )
+                indent += "    "
+            if z:
+                lines.append(f"{indent}#pragma unroll 1")
+                lines.append(
+                    f"{indent}for ({it} z = ({it})blockIdx.z * blockDim.z + threadIdx.z; "
+                    f"z < {count}; z += ({it})gridDim.z * blockDim.z) {{"
+                )
+                indent += "    "
         if z:
-            count = " * ".join(f"(hi_{d} - lo_{d})" for d in z)
-            lines.append(f"{indent}#pragma unroll 1")
-            lines.append(
-                f"{indent}for (int64_t z = (int64_t)blockIdx.z * blockDim.z + threadIdx.z; "
-                f"z < {count}; z += (int64_t)gridDim.z * blockDim.z) {{"
-            )
-            indent += "    "
-            lines.append(f"{indent}int64_t rest = z; (void)rest;")
+            lines.append(f"{indent}{it} rest = z; (void)rest;")
             for d in reversed(z[1:]):
-                lines.append(f"{indent}const int64_t x_{d} = lo_{d} + rest % (hi_{d} - lo_{d});")
+                lines.append(f"{indent}const {it} x_{d} = lo_{d} + rest % (hi_{d} - lo_{d});")
                 lines.append(f"{indent}rest /= hi_{d} - lo_{d};")
-            lines.append(f"{indent}const int64_t x_{z[0]} = lo_{z[0]} + rest;")
+            lines.append(f"{indent}const {it} x_{z[0]} = lo_{z[0]} + rest;")
         return lines, indent
 
     def _emitter(self, indent: str, scans: PassStorage | None = None) -> ExpressionEmitter:
@@ -223,7 +258,7 @@ class _KernelGenerator(StencilGenerator):
         body = self._emitter(inner)
         stores = self.store_outputs(body)
         return [
-            f"{indent}for (int64_t x_{dim} = lo_{dim}; x_{dim} < hi_{dim}; ++x_{dim}) {{",
+            f"{indent}for ({self.itype} x_{dim} = lo_{dim}; x_{dim} < hi_{dim}; ++x_{dim}) {{",
             *body.lines,
             *(inner + store for store in stores),
             f"{indent}}}",
@@ -256,8 +291,8 @@ class _KernelGenerator(StencilGenerator):
             for d in self.parallel:
                 slot = f"({slot}) * (hi_{d} - lo_{d}) + (x_{d} - lo_{d})"
                 count = f"{count} * (hi_{d} - lo_{d})"
-            lines.append(f"{indent}const int64_t slot = {slot};")
-            lines.append(f"{indent}const int64_t threads = {count};")
+            lines.append(f"{indent}const {self.itype} slot = {slot};")
+            lines.append(f"{indent}const {self.itype} threads = {count};")
         kept_index = f"(x_{axis} - lo_{axis}) * threads + slot"
         for phase, (forward, phase_keys) in enumerate(plan.phases):
             inner = indent + "        "
@@ -273,12 +308,11 @@ class _KernelGenerator(StencilGenerator):
                     init = literal(key[0].init[i], param.type.dtype)
                     ctype = C_TYPES[param.type.dtype]
                     lines.append(f"{indent}    {ctype} c{numbers[key]}_{i} = {init};")
+            it = self.itype
             if forward:
-                header = f"for (int64_t x_{axis} = lo_{axis}; x_{axis} < hi_{axis}; ++x_{axis})"
+                header = f"for ({it} x_{axis} = lo_{axis}; x_{axis} < hi_{axis}; ++x_{axis})"
             else:
-                header = (
-                    f"for (int64_t x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; --x_{axis})"
-                )
+                header = f"for ({it} x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; --x_{axis})"
             lines.append(f"{indent}    {header} {{")
             lines += body.lines
             lines += [inner + store for store in stores]
@@ -287,13 +321,36 @@ class _KernelGenerator(StencilGenerator):
 
 
 def generate_kernel(
-    site: StencilSite, *, parallelization: str, block: tuple[int, int, int]
+    site: StencilSite,
+    *,
+    parallelization: str,
+    block: tuple[int, int, int],
+    index_type: str = "int64_t",
+    grid_covers: bool = False,
 ) -> KernelCode:
     """The kernel ``sf_kernel_<index>`` computing ``site``'s stencil over the domain in
     ``a.lo<index>``/``a.hi<index>``, and its launch plan.
 
+    Args:
+        parallelization: ``"points"`` or ``"columns"`` (see ``PARALLELIZATIONS``).
+        block: threads per block along x, y and z.
+        index_type: the C type of indices and element offsets: ``"int32_t"`` only where
+            every offset the kernel can form fits (the arrays' spans, ``grid_covers``'s
+            caller knows them), else ``"int64_t"``.
+        grid_covers: whether every launch's grid covers the domain along y and z (each
+            extent at most the grid's limit), so that each thread computes one point and
+            no grid-stride loops are emitted; the launcher refuses a launch it does not
+            cover.
+
     Raises:
         NotImplementedError: the stencil's outputs have different dimensions.
     """
-    return _KernelGenerator(site, parallelization=parallelization, block=block).generate()
+    generator = _KernelGenerator(
+        site,
+        parallelization=parallelization,
+        block=block,
+        index_type=index_type,
+        grid_covers=grid_covers,
+    )
+    return generator.generate()
 

@@ -35,6 +35,7 @@ import numpy as np
 from backends.build_cache import verified_bytes
 from backends.cuda.checks import check_device_arguments
 from backends.cuda.interface import CudaInterface, KernelPlan
+from backends.cuda.specialization import MAX_GRID_YZ
 from backends.prepared_calls import ArgumentSignature, PreparedCalls
 from pipeline.dsl.arguments import resolve_domain
 from pipeline.dsl.types import FieldType
@@ -43,8 +44,6 @@ from pipeline.stages import CompiledArtifact
 
 __all__ = ["MAX_GRID_YZ", "CudaProgram", "grid_for", "load_cuda", "plan_launches"]
 
-#: The most blocks along a grid's y and z axes; the kernels walk beyond in grid-stride loops.
-MAX_GRID_YZ = 65535
 
 
 def _cupy() -> Any:
@@ -55,7 +54,13 @@ def grid_for(
     plan: KernelPlan, domain: dict[str, tuple[int, int]]
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]] | None:
     """The (grid, block) of ``plan``'s kernel over ``domain`` (start, stop per dimension);
-    ``None`` when the domain is empty (nothing to launch)."""
+    ``None`` when the domain is empty (nothing to launch).
+
+    Raises:
+        RuntimeError: the kernel computes one point per thread (``plan.grid_covers``) but
+            the domain needs more blocks than a grid may have: the compile-time arguments
+            that chose that kernel were not those of these arrays (a bug to report).
+    """
     extents = {d: hi - lo for d, (lo, hi) in domain.items() if d in plan.dims}
     if any(extents[d] <= 0 for d in plan.dims):
         return None
@@ -66,11 +71,14 @@ def grid_for(
             count *= extents[d]
         counts.append(count)
     bx, by, bz = plan.block
-    grid = (
-        -(-counts[0] // bx),
-        min(-(-counts[1] // by), MAX_GRID_YZ),
-        min(-(-counts[2] // bz), MAX_GRID_YZ),
-    )
+    blocks = (-(-counts[0] // bx), -(-counts[1] // by), -(-counts[2] // bz))
+    if plan.grid_covers and max(blocks[1:]) > MAX_GRID_YZ:
+        raise RuntimeError(
+            f"internal error: kernel {plan.name} computes one point per thread, but its domain "
+            f"{domain} needs {blocks} blocks, more than a grid may have along y or z; please "
+            "report this with the arrays' shapes"
+        )
+    grid = (blocks[0], min(blocks[1], MAX_GRID_YZ), min(blocks[2], MAX_GRID_YZ))
     return grid, plan.block
 
 

@@ -14,17 +14,24 @@ from backends.clike import addressing, expressions, generator, runtime, source
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import BOOL_TYPEDEF, runtime_functions
 from backends.clike.source import unit_stride_flags
-from backends.cuda import interface, kernels
+from backends.cuda import interface, kernels, specialization
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import ArgumentStruct, CudaInterface, StructMember
 from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, generate_kernel
+from backends.cuda.specialization import fits_narrow_indices, grid_covers
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.stages import CompilableProgram
 from pipeline.dsl.types import FieldType
 from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.stages import ProgramSource, SourceFormat
+from pipeline.stages import CompileTimeArgs, ProgramSource, SourceFormat
 
-__all__ = ["CUDA_SOURCE", "MAX_PARAMETER_BYTES", "CudaTranslation", "argument_struct"]
+__all__ = [
+    "CUDA_SOURCE",
+    "MAX_PARAMETER_BYTES",
+    "CudaTranslation",
+    "KernelShape",
+    "argument_struct",
+]
 
 CUDA_SOURCE = SourceFormat("cuda", DeviceType.CUDA)
 
@@ -41,6 +48,7 @@ _GENERATOR_VERSION = source_digest(
     source,
     interface,
     kernels,
+    specialization,
     sys.modules[__name__],
 )
 
@@ -101,6 +109,30 @@ def argument_struct(ir: ProgramIR, codes: list[KernelCode]) -> ArgumentStruct:
 
 
 @attrs.frozen
+class KernelShape:
+    """The shape of a program's kernels, shown in the first line of its source.
+
+    Attributes:
+        parallelization: ``"points"`` or ``"columns"``.
+        narrow_indices: 32-bit indices and offsets.
+        grid_covers: one point per thread along the grid's y and z, no grid-stride loops.
+    """
+
+    parallelization: str
+    narrow_indices: bool = attrs.field(kw_only=True)
+    grid_covers: bool = attrs.field(kw_only=True)
+
+    def describe(self) -> str:
+        """``points``, ``points, 32-bit indices, one point per thread`` ..."""
+        parts = [self.parallelization]
+        if self.narrow_indices:
+            parts.append("32-bit indices")
+        if self.grid_covers:
+            parts.append("one point per thread")
+        return ", ".join(parts)
+
+
+@attrs.frozen
 class CudaTranslation:
     """IR -> CUDA C, one kernel per stencil (see ``backends.cuda.kernels``).
 
@@ -114,16 +146,28 @@ class CudaTranslation:
         block: threads per block along x, y and z (product at most 1024); a kernel with
             fewer grid axes folds the unused ones into the axis below. The default, 16x8x1,
             was the fastest of 18 shapes for both workloads on an H200 (ADR 0016).
+        narrow_indices: index with 32-bit integers where the compile-time arguments say
+            every array's span fits (``backends.cuda.specialization``); else 64-bit.
+        covering_grids: one point per thread, without grid-stride loops, where the
+            compile-time arguments say every launch's grid covers its domain.
     """
 
     parallelization: str = attrs.field(
         default="points", validator=attrs.validators.in_(PARALLELIZATIONS)
     )
     block: tuple[int, int, int] = attrs.field(default=(16, 8, 1), validator=_block)
+    narrow_indices: bool = True
+    covering_grids: bool = True
     emits: SourceFormat = attrs.field(default=CUDA_SOURCE, init=False)
 
     def __fingerprint__(self) -> object:
-        return (self.parallelization, self.block, _GENERATOR_VERSION)
+        return (
+            self.parallelization,
+            self.block,
+            self.narrow_indices,
+            self.covering_grids,
+            _GENERATOR_VERSION,
+        )
 
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
         """The CUDA source of ``program``, its kernels' launch plans in the metadata.
@@ -134,7 +178,8 @@ class CudaTranslation:
         """
         ir: ProgramIR = program.ir
         unit = unit_stride_flags(ir, program.compile_time_args)
-        codes = [self._kernel(ir, s, index, unit) for index, s in enumerate(ir.stencils)]
+        shape = self._shape(program.compile_time_args)
+        codes = [self._kernel(ir, s, index, unit, shape) for index, s in enumerate(ir.stencils)]
         struct = argument_struct(ir, codes)
         if struct.size > MAX_PARAMETER_BYTES:
             raise UnsupportedConstructError(
@@ -143,10 +188,10 @@ class CudaTranslation:
                 f"them by value, at most {MAX_PARAMETER_BYTES}: split the program into smaller "
                 "ones"
             )
-        name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), self))[:16]}"
+        name = f"sf_{ir.name}_{fingerprint((ir, sorted(unit.items()), shape, self))[:16]}"
         text = "\n".join(
             [
-                f"/* stencilforge program {ir.name}: CUDA kernels ({self.parallelization}) */",
+                f"/* stencilforge program {ir.name}: CUDA kernels ({shape.describe()}) */",
                 _PRELUDE,
                 BOOL_TYPEDEF,
                 runtime_functions("[[maybe_unused]] static __device__ __forceinline__"),
@@ -160,14 +205,29 @@ class CudaTranslation:
         )
         return ProgramSource(CUDA_SOURCE, text, name, metadata=metadata)
 
+    def _shape(self, compile_time_args: CompileTimeArgs) -> KernelShape:
+        """The kernels' shape for arrays of ``compile_time_args`` (none: 64-bit, strided)."""
+        return KernelShape(
+            self.parallelization,
+            narrow_indices=self.narrow_indices and fits_narrow_indices(compile_time_args),
+            grid_covers=self.covering_grids and grid_covers(compile_time_args),
+        )
+
     def _kernel(
-        self, ir: ProgramIR, stencil: Stencil, index: int, unit: dict[str, bool]
+        self,
+        ir: ProgramIR,
+        stencil: Stencil,
+        index: int,
+        unit: dict[str, bool],
+        shape: KernelShape,
     ) -> KernelCode:
         try:
             return generate_kernel(
                 StencilSite(ir, stencil, index, unit),
                 parallelization=self.parallelization,
                 block=self.block,
+                index_type="int32_t" if shape.narrow_indices else "int64_t",
+                grid_covers=shape.grid_covers,
             )
         except NotImplementedError as error:
             where = f" (line {stencil.loc.line} of {stencil.loc.filename})" if stencil.loc else ""
