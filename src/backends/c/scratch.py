@@ -14,7 +14,7 @@ program links (``backends.c.support``); a unit that uses them holds only the dec
 
 from __future__ import annotations
 
-__all__ = ["SCRATCH_C", "SCRATCH_SUPPORT_C"]
+__all__ = ["SCRATCH_C", "SCRATCH_SUPPORT_C", "agree_on_blocks"]
 
 #: What a unit that uses scratch blocks declares (the support object defines them).
 SCRATCH_C = """
@@ -71,3 +71,24 @@ char* sf_scratch(size_t bytes, int* owned) {
 
 void sf_scratch_free(char* block) { free(block); }
 """
+
+
+def agree_on_blocks(indent: str, no_block: str) -> list[str]:
+    """The C lines, at ``indent``, with which the threads of a parallel region agree whether
+    each got its scratch block (``no_block``: the C condition that this thread did not); they
+    open ``if (!failed_now) {``, which the caller closes around the work-sharing loop.
+
+    Every thread of the team must reach the work-sharing loop or none may (OpenMP's rule):
+    hence one verdict for all, read after a barrier.
+    """
+    return [
+        f"{indent}if ({no_block}) {{",
+        f"{indent}    #pragma omp atomic write",
+        f"{indent}    failed = 1;",
+        f"{indent}}}",
+        f"{indent}#pragma omp barrier",
+        f"{indent}int failed_now;",
+        f"{indent}#pragma omp atomic read",
+        f"{indent}failed_now = failed;",
+        f"{indent}if (!failed_now) {{",
+    ]

@@ -36,7 +36,7 @@ import attrs
 import numpy as np
 
 from backends.c.codegen import _StencilGenerator
-from backends.c.scratch import SCRATCH_C
+from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
@@ -407,19 +407,7 @@ class _SweepGenerator(_StencilGenerator):
                 f"sf_block ? ({ctype}*)(sf_block + {offset}) : NULL;"
             )
             offset = f"z_{buffer}" if offset == "0" else f"{offset} + z_{buffer}"
-        lines += [
-            "        if (sf_block == NULL) {",
-            "            #pragma omp atomic write",
-            "            failed = 1;",
-            "        }",
-            # Every thread must reach the work-sharing loop or none may.
-            "        #pragma omp barrier",
-            "        int failed_now;",
-            "        #pragma omp atomic read",
-            "        failed_now = failed;",
-            "        if (!failed_now) {",
-        ]
-        return lines
+        return lines + agree_on_blocks("        ", "sf_block == NULL")
 
     def _blocks(
         self, frame: _Frame, passes: Sequence[tuple[bool, list[str], list[str]]]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from backends.c.scratch import SCRATCH_C
+from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_ROW_C
 from backends.c.tile_function import TileFunction, domain_bounds, temporary_width
@@ -107,19 +107,7 @@ class TileDriver:
         takes tiles, unless some thread could not allocate."""
         lines = ["        #pragma omp parallel", "        {"]
         lines += self._allocate(temps, "            ")
-        # Every thread must reach the work-sharing loop or none may: agree on allocation
-        # failure behind a barrier first.
-        lines += [
-            "            if (!sf_block) {",
-            "                #pragma omp atomic write",
-            "                failed = 1;",
-            "            }",
-            "            #pragma omp barrier",
-            "            int failed_now;",
-            "            #pragma omp atomic read",
-            "            failed_now = failed;",
-            "            if (!failed_now) {",
-        ]
+        lines += agree_on_blocks("            ", "!sf_block")
         # Tiles with temporaries are compute-heavy: a thread that loses part of its core
         # (another process, the kernel) would hold the whole call back under a static
         # split, so idle threads take the next tile instead. Streams without temporaries

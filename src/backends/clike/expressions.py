@@ -18,18 +18,8 @@ import attrs
 import numpy as np
 
 from backends.loops import SweepKey, SweepPlan
-from pipeline.dsl.ir.nodes import (
-    BinaryOp,
-    Call,
-    Cast,
-    ConcatWhere,
-    Expr,
-    Literal,
-    Ref,
-    Scan,
-    UnaryOp,
-    combine_offsets,
-)
+from pipeline.dsl import ir
+from pipeline.dsl.ir.nodes import combine_offsets
 from pipeline.dsl.passes.traversal import substitute
 from pipeline.dsl.passes.typing_ import promote
 from pipeline.dsl.regions import Bound, Region
@@ -210,11 +200,11 @@ class ExpressionEmitter:
         self._index = index
         self.lines: list[str] = []
         self.sweeps: list[Sweep] = []
-        self._memo: dict[tuple[Expr, Offsets], str] = {}
+        self._memo: dict[tuple[ir.Expr, Offsets], str] = {}
         self._counter = 0
         # The names a scan's body reads (prefixed per sweep): its carry, point values, locals.
         self._scan_values: dict[str, str] = {}
-        self._scan_locals: dict[str, Expr] = {}
+        self._scan_locals: dict[str, ir.Expr] = {}
         self._sweep_memo: dict[SweepKey, Sweep] = {}
 
     def let(self, ctype: str, text: str) -> str:
@@ -232,40 +222,40 @@ class ExpressionEmitter:
         """The statement storing ``value`` (a ``value`` of this body) into ``element``."""
         return f"{element} = {value};"
 
-    def value(self, expr: Expr, shift: Offsets) -> str:
+    def value(self, expr: ir.Expr, shift: Offsets) -> str:
         """C++ text (usually an SSA name) for ``expr`` at the point moved by ``shift``."""
         key = (expr, shift)
         if key not in self._memo:
             self._memo[key] = self._compute(expr, shift)
         return self._memo[key]
 
-    def typed(self, expr: Expr, shift: Offsets, dtype: np.dtype[Any]) -> str:
+    def typed(self, expr: ir.Expr, shift: Offsets, dtype: np.dtype[Any]) -> str:
         """``value`` converted to ``dtype`` as NumPy converts it."""
         assert expr.type is not None
         return convert(self.value(expr, shift), expr.type.dtype, dtype)
 
-    def _compute(self, expr: Expr, shift: Offsets) -> str:
+    def _compute(self, expr: ir.Expr, shift: Offsets) -> str:
         assert expr.type is not None
         dtype = expr.type.dtype
         ctype = C_TYPES[dtype]
         match expr:
-            case Literal(value=value):
+            case ir.Literal(value=value):
                 return literal(value, dtype)
-            case Ref(name=name) if name in self._scan_values:
+            case ir.Ref(name=name) if name in self._scan_values:
                 return self._scan_values[name]
-            case Ref(name=name) if name in self._scan_locals:
+            case ir.Ref(name=name) if name in self._scan_locals:
                 return self.value(self._scan_locals[name], ())
-            case Ref(name=name, offsets=offsets):
+            case ir.Ref(name=name, offsets=offsets):
                 return self._read(self, name, combine_offsets(offsets, shift))
-            case ConcatWhere(region=region, inside=inside, outside=outside):
+            case ir.ConcatWhere(region=region, inside=inside, outside=outside):
                 return self._concat_where(region, inside, outside, shift, dtype)
-            case Scan(operator=operator, args=args, component=component):
+            case ir.Scan(operator=operator, args=args, component=component):
                 assert self._scans is not None, "this loop body was not set up to run scans"
                 done = self._scans.finished((operator, args), component)
                 if done is not None:
                     return done
                 return self.sweep(expr, shift).new_carry[component]
-            case UnaryOp(op=op, operand=operand):
+            case ir.UnaryOp(op=op, operand=operand):
                 x = self.typed(operand, shift, dtype)
                 if op == "~":
                     return self.let(ctype, f"(sf_bool)!{x}")
@@ -274,13 +264,13 @@ class ExpressionEmitter:
                 if dtype.kind in "iu":
                     return self.let(ctype, f"({ctype})(0u - ({_UNSIGNED[dtype.name]}){x})")
                 return self.let(ctype, f"-{x}")
-            case BinaryOp(op=op, left=left, right=right):
+            case ir.BinaryOp(op=op, left=left, right=right):
                 return self._binary(op, left, right, shift, dtype)
-            case Call(function="where", args=(cond, a, b)):
+            case ir.Call(function="where", args=(cond, a, b)):
                 c = self._condition(cond, shift)
                 x, y = self.typed(a, shift, dtype), self.typed(b, shift, dtype)
                 return self.let(ctype, f"{c} ? {x} : {y}")
-            case Call(function=function, args=(a, b)):
+            case ir.Call(function=function, args=(a, b)):
                 x, y = self.typed(a, shift, dtype), self.typed(b, shift, dtype)
                 kind = {"minimum": "min", "maximum": "max", "power": "pow", "fmod": "fmod"}[
                     function
@@ -288,12 +278,12 @@ class ExpressionEmitter:
                 if kind in {"pow", "fmod"} and dtype.kind == "f":
                     return self.let(ctype, f"{kind}{'f' if dtype == float32 else ''}({x}, {y})")
                 return self.let(ctype, f"sf_{kind}_{_SUFFIX[dtype.name]}({x}, {y})")
-            case Call(function=function, args=(a,)) if function in _INTEGER_PREDICATES:
+            case ir.Call(function=function, args=(a,)) if function in _INTEGER_PREDICATES:
                 assert a.type is not None
                 if a.type.dtype.kind in "iu":
                     return literal(bool(_INTEGER_PREDICATES[function]), bool_)
                 return self.let(ctype, f"(sf_bool)({function}({self.value(a, shift)}) != 0)")
-            case Call(function=function, args=(a,)):
+            case ir.Call(function=function, args=(a,)):
                 x = self.typed(a, shift, dtype)
                 if dtype.kind in "iu":
                     if function in {"floor", "ceil", "trunc"}:
@@ -301,13 +291,18 @@ class ExpressionEmitter:
                     return self.let(ctype, f"sf_abs_{_SUFFIX[dtype.name]}({x})")
                 suffix = "f" if dtype == float32 else ""
                 return self.let(ctype, f"{_FLOAT_FUNCTIONS[function]}{suffix}({x})")
-            case Cast(value=value):
+            case ir.Cast(value=value):
                 assert value.type is not None
                 return self.let(ctype, convert(self.value(value, shift), value.type.dtype, dtype))
         raise NotImplementedError(f"no C translation for {expr!r}")
 
     def _concat_where(
-        self, region: Region, inside: Expr, outside: Expr, shift: Offsets, dtype: np.dtype[Any]
+        self,
+        region: Region,
+        inside: ir.Expr,
+        outside: ir.Expr,
+        shift: Offsets,
+        dtype: np.dtype[Any],
     ) -> str:
         """An ``if``/``else`` computing each branch only where it is chosen (a branch may
         read outside the arrays where the other one is chosen); values computed inside a
@@ -347,7 +342,7 @@ class ExpressionEmitter:
             return f"{bound.offset}LL"
         return f"((int64_t){self._read(self, bound.param, ())} + {bound.offset}LL)"
 
-    def sweep(self, scan: Scan, shift: Offsets = ()) -> Sweep:
+    def sweep(self, scan: ir.Scan, shift: Offsets = ()) -> Sweep:
         """The step of ``scan``'s sweep at this point: its point values, then its body on
         them and the carry; once per operator and arguments."""
         key = (scan.operator, scan.args)
@@ -356,17 +351,17 @@ class ExpressionEmitter:
         assert self._scans is not None and not shift, "scans are read where they are computed"
         operator = scan.operator
         prefix = f"__scan{len(self._sweep_memo)}_"
-        renamed: dict[str, Expr] = {}
+        renamed: dict[str, ir.Expr] = {}
         for component, param in enumerate(operator.carry):
-            renamed[param.name] = Ref(prefix + param.name, type=param.type)
+            renamed[param.name] = ir.Ref(prefix + param.name, type=param.type)
             self._scan_values[prefix + param.name] = self._scans.carry(key, component)
         for param, arg in zip(operator.params, scan.args, strict=True):
-            renamed[param.name] = Ref(prefix + param.name, type=param.type)
+            renamed[param.name] = ir.Ref(prefix + param.name, type=param.type)
             self._scan_values[prefix + param.name] = self.typed(arg, shift, param.type.dtype)
         for assign in operator.body:
             (target,) = assign.targets
             value = substitute(assign.value, renamed)
-            renamed[target] = Ref(prefix + target, type=value.type)
+            renamed[target] = ir.Ref(prefix + target, type=value.type)
             self._scan_locals[prefix + target] = value
         new_carry = tuple(
             self.typed(substitute(result, renamed), (), param.type.dtype)
@@ -377,11 +372,11 @@ class ExpressionEmitter:
         self._sweep_memo[key] = sweep
         return sweep
 
-    def _condition(self, cond: Expr, shift: Offsets) -> str:
+    def _condition(self, cond: ir.Expr, shift: Offsets) -> str:
         """A select's condition; a comparison stays inline, so the compiler can keep the
         mask at the width of the compared values instead of narrowing it to a byte."""
         if (
-            isinstance(cond, BinaryOp)
+            isinstance(cond, ir.BinaryOp)
             and cond.op in _COMPARISONS
             and (cond, shift) not in self._memo
         ):
@@ -393,7 +388,7 @@ class ExpressionEmitter:
         return f"({self.typed(cond, shift, bool_)})"
 
     def _binary(
-        self, op: str, left: Expr, right: Expr, shift: Offsets, dtype: np.dtype[Any]
+        self, op: str, left: ir.Expr, right: ir.Expr, shift: Offsets, dtype: np.dtype[Any]
     ) -> str:
         assert left.type is not None and right.type is not None
         ctype = C_TYPES[dtype]

@@ -22,9 +22,6 @@ from pipeline.dsl import types
 from pipeline.dsl.types import as_dtype
 
 __all__ = [
-    "BUILTIN_ARITY",
-    "PREDICATES",
-    "SCALAR_CHOICE",
     "DType",
     "arccos",
     "arccosh",
@@ -34,7 +31,6 @@ __all__ = [
     "arctanh",
     "astype",
     "bool_",
-    "builtin_name",
     "cbrt",
     "ceil",
     "concat_where",

@@ -11,19 +11,7 @@ from typing import Any
 import numpy as np
 
 from backends.arrayapi.plan.writer import Box, PlanWriter, Read, Unplanned
-from pipeline.dsl.ir.nodes import (
-    BinaryOp,
-    Call,
-    Cast,
-    Expr,
-    Literal,
-    Ref,
-    Scan,
-    ScanOperatorIR,
-    Stencil,
-    Type,
-    UnaryOp,
-)
+from pipeline.dsl import ir
 from pipeline.dsl.passes.traversal import children, walk
 from pipeline.dsl.passes.typing_ import promote
 from pipeline.dsl.types import FieldType, ScalarType
@@ -51,7 +39,7 @@ class StencilCode:
     """The lines of one stencil: each expression over a box around the domain, memoized."""
 
     def __init__(
-        self, writer: PlanWriter, number: int, stencil: Stencil, dims: tuple[str, ...]
+        self, writer: PlanWriter, number: int, stencil: ir.Stencil, dims: tuple[str, ...]
     ) -> None:
         self.writer = writer
         self.number = number
@@ -62,8 +50,8 @@ class StencilCode:
         self.locals: dict[str, str] = {}
         # Names standing for values of a scan operator's body (its carry and arguments).
         self.bound: dict[str, str] = {}
-        self._memo: dict[tuple[Expr, Box], str] = {}
-        self._sweeps: dict[tuple[ScanOperatorIR, tuple[Expr, ...], Box], str] = {}
+        self._memo: dict[tuple[ir.Expr, Box], str] = {}
+        self._sweeps: dict[tuple[ir.ScanOperatorIR, tuple[ir.Expr, ...], Box], str] = {}
         self.empty = True
         # How often each expression occurs in the stencil (an over-count where the same
         # expression is evaluated over different boxes): one used once may take its user's
@@ -71,13 +59,13 @@ class StencilCode:
         trees = (*stencil.results, *self.definitions.values())
         self._uses = Counter(node for tree in trees for node in walk(tree))
 
-    def in_place(self, stencil: Stencil) -> tuple[bool, ...]:
+    def in_place(self, stencil: ir.Stencil) -> tuple[bool, ...]:
         """Per result, whether it can be evaluated in its output (``into``): it is a ufunc
         of its output's dtype used only there, the outputs have dimensions, and the stencil
         reads none of them (the checks make sure that no other field it reads shares memory
         with one)."""
         trees = (*stencil.results, *self.definitions.values())
-        read = {n.name for tree in trees for n in walk(tree) if isinstance(n, Ref)}
+        read = {n.name for tree in trees for n in walk(tree) if isinstance(n, ir.Ref)}
         outputs = [t.name for t in stencil.outputs]
         if read & set(outputs) or not self.dims:  # a 0-d array indexed by () is a scalar
             return (False,) * len(outputs)
@@ -88,7 +76,7 @@ class StencilCode:
             for result, name in zip(stencil.results, outputs, strict=True)
         )
 
-    def into(self, expr: Expr, box: Box, out: str) -> None:
+    def into(self, expr: ir.Expr, box: Box, out: str) -> None:
         """Emit the lines evaluating ``expr`` (a ufunc of the dtype of ``out``, which no
         operand reads) over ``box`` in the array named ``out``: an operand used only here
         and itself such a ufunc is evaluated in ``out`` first, as a temporary would be."""
@@ -113,28 +101,28 @@ class StencilCode:
         ]
         self.emit(f"{function}({', '.join(values)}, out={out})")
 
-    def _ufunc(self, expr: Expr) -> tuple[str, tuple[Expr, ...], np.dtype[Any]] | None:
+    def _ufunc(self, expr: ir.Expr) -> tuple[str, tuple[ir.Expr, ...], np.dtype[Any]] | None:
         """The ufunc ``expr`` is, its operands and the dtype they are converted to; None
         when it is no single ufunc."""
         dtype = _dtype(expr.type)
         boolean = np.dtype(np.bool_)
         match expr:
-            case UnaryOp(op="-", operand=operand):
+            case ir.UnaryOp(op="-", operand=operand):
                 return "np.negative", (operand,), dtype
-            case UnaryOp(op="~", operand=operand):
+            case ir.UnaryOp(op="~", operand=operand):
                 return "np.invert", (operand,), boolean
-            case BinaryOp(op=op, left=left, right=right) if op in {"&", "|"}:
+            case ir.BinaryOp(op=op, left=left, right=right) if op in {"&", "|"}:
                 return _UFUNCS[op], (left, right), boolean
-            case BinaryOp(op=op, left=left, right=right) if op in _COMPARISONS:
+            case ir.BinaryOp(op=op, left=left, right=right) if op in _COMPARISONS:
                 assert left.type is not None and right.type is not None
                 return _UFUNCS[op], (left, right), promote(left.type, right.type, op, None)[0]
-            case BinaryOp(op=op, left=left, right=right) if op in _ARITHMETIC:
+            case ir.BinaryOp(op=op, left=left, right=right) if op in _ARITHMETIC:
                 return _UFUNCS[op], (left, right), dtype
-            case Call(function="power", args=(a, b)):
+            case ir.Call(function="power", args=(a, b)):
                 return "np.power", (a, b), dtype
-            case Call(function=function, args=(a, b)) if function in _BINARY_FUNCTIONS:
+            case ir.Call(function=function, args=(a, b)) if function in _BINARY_FUNCTIONS:
                 return _BINARY_FUNCTIONS[function], (a, b), dtype
-            case Call(function=function, args=(a,)) if function in _UNARY_FUNCTIONS:
+            case ir.Call(function=function, args=(a,)) if function in _UNARY_FUNCTIONS:
                 if function in {"gamma", "isfinite", "isinf", "isnan"} or (
                     _dtype(a.type).kind in "iu" and function in {"floor", "ceil", "trunc"}
                 ):
@@ -142,7 +130,7 @@ class StencilCode:
                 return f"np.{function}", (a,), dtype
         return None
 
-    def _boxes(self, stencil: Stencil) -> dict[str, Box]:
+    def _boxes(self, stencil: ir.Stencil) -> dict[str, Box]:
         """Per local field, the box around the domain covering every read of it (its
         extent: exactly where it is read, so its inputs are read only where checked)."""
         boxes: dict[str, Box] = {}
@@ -160,14 +148,14 @@ class StencilCode:
         self.emit(f"{name} = {text}")
         return name
 
-    def typed(self, expr: Expr, box: Box, dtype: np.dtype[Any]) -> str:
+    def typed(self, expr: ir.Expr, box: Box, dtype: np.dtype[Any]) -> str:
         """``expr``'s value converted to ``dtype`` (where its own dtype differs)."""
         value = self.value(expr, box)
         if _dtype(expr.type) == dtype:
             return value
         return self.let(f"{value}.astype({self.writer.constant(dtype)})")
 
-    def value(self, expr: Expr, box: Box) -> str:
+    def value(self, expr: ir.Expr, box: Box) -> str:
         key = (expr, box)
         known = self._memo.get(key)
         if known is None:
@@ -175,54 +163,54 @@ class StencilCode:
             self._memo[key] = known
         return known
 
-    def _value(self, expr: Expr, box: Box) -> str:
+    def _value(self, expr: ir.Expr, box: Box) -> str:
         dtype = _dtype(expr.type)
         match expr:
-            case Literal(value=value):
+            case ir.Literal(value=value):
                 return self.writer.constant(dtype.type(value))
-            case Ref(name=name) if name in self.bound:
+            case ir.Ref(name=name) if name in self.bound:
                 return self.bound[name]
-            case Scan(operator=operator, args=args, component=component):
+            case ir.Scan(operator=operator, args=args, component=component):
                 return self.let(f"{self._sweep(operator, args, box)}[{component}]")
-            case Ref(name=name, offsets=offsets) if name in self.definitions:
+            case ir.Ref(name=name, offsets=offsets) if name in self.definitions:
                 return self._local(name, dict(offsets), box)
-            case Ref(name=name, offsets=offsets):
+            case ir.Ref(name=name, offsets=offsets):
                 return self._parameter(name, dict(offsets), box)
-            case UnaryOp(op="+", operand=operand):
+            case ir.UnaryOp(op="+", operand=operand):
                 return self.typed(operand, box, dtype)
-            case UnaryOp(op="~", operand=operand):
+            case ir.UnaryOp(op="~", operand=operand):
                 return self.let(f"~{self.typed(operand, box, np.dtype(np.bool_))}")
-            case UnaryOp(op="-", operand=operand):
+            case ir.UnaryOp(op="-", operand=operand):
                 return self.let(f"-{self.typed(operand, box, dtype)}")
-            case BinaryOp(op=op, left=left, right=right) if op in {"&", "|"}:
+            case ir.BinaryOp(op=op, left=left, right=right) if op in {"&", "|"}:
                 boolean = np.dtype(np.bool_)
                 x, y = self.typed(left, box, boolean), self.typed(right, box, boolean)
                 return self.let(f"{x} {op} {y}")
-            case BinaryOp(op=op, left=left, right=right) if op in _COMPARISONS:
+            case ir.BinaryOp(op=op, left=left, right=right) if op in _COMPARISONS:
                 assert left.type is not None and right.type is not None
                 common = promote(left.type, right.type, op, None)[0]
                 x, y = self.typed(left, box, common), self.typed(right, box, common)
                 return self.let(f"{x} {op} {y}")
-            case BinaryOp(op=op, left=left, right=right) if op in _ARITHMETIC:
+            case ir.BinaryOp(op=op, left=left, right=right) if op in _ARITHMETIC:
                 x, y = self.typed(left, box, dtype), self.typed(right, box, dtype)
                 return self.let(f"{x} {op} {y}")
-            case Call(function="where", args=(cond, a, b)):
+            case ir.Call(function="where", args=(cond, a, b)):
                 c = self.typed(cond, box, np.dtype(np.bool_))
                 x, y = self.typed(a, box, dtype), self.typed(b, box, dtype)
                 return self.let(f"np.where({c}, {x}, {y})")
-            case Call(function="power", args=(a, b)):
+            case ir.Call(function="power", args=(a, b)):
                 x, y = self.typed(a, box, dtype), self.typed(b, box, dtype)
                 return self.let(f"{x} ** {y}")
-            case Call(function=function, args=(a, b)) if function in _BINARY_FUNCTIONS:
+            case ir.Call(function=function, args=(a, b)) if function in _BINARY_FUNCTIONS:
                 x, y = self.typed(a, box, dtype), self.typed(b, box, dtype)
                 return self.let(f"{_BINARY_FUNCTIONS[function]}({x}, {y})")
-            case Call(function=function, args=(a,)) if function in _UNARY_FUNCTIONS:
+            case ir.Call(function=function, args=(a,)) if function in _UNARY_FUNCTIONS:
                 return self._unary(function, a, box, dtype)
-            case Cast(value=value):
+            case ir.Cast(value=value):
                 return self.typed(value, box, dtype)
         raise Unplanned(f"{type(expr).__name__} has no slicing plan")
 
-    def _sweep(self, operator: ScanOperatorIR, args: tuple[Expr, ...], box: Box) -> str:
+    def _sweep(self, operator: ir.ScanOperatorIR, args: tuple[ir.Expr, ...], box: Box) -> str:
         """The variable holding the list of the scan's carry components over ``box``; each
         operator and arguments swept once."""
         key = (operator, args, box)
@@ -250,7 +238,7 @@ class StencilCode:
         self._sweeps[key] = known
         return known
 
-    def _unary(self, function: str, a: Expr, box: Box, dtype: np.dtype[Any]) -> str:
+    def _unary(self, function: str, a: ir.Expr, box: Box, dtype: np.dtype[Any]) -> str:
         source = _dtype(a.type)
         if function in {"isfinite", "isinf", "isnan"}:
             return self.let(f"np.{function}({self.value(a, box)})")
@@ -301,18 +289,20 @@ class StencilCode:
         return tuple(d in own for d in self.dims)
 
 
-def _dtype(type_: Type | None) -> np.dtype[Any]:
+def _dtype(type_: ir.Type | None) -> np.dtype[Any]:
     assert type_ is not None, "the plan is written from typed IR"
     return type_.dtype
 
 
-def _reads_a_field(expr: Expr, definitions: Mapping[str, Expr], params: Mapping[str, Type]) -> bool:
+def _reads_a_field(
+    expr: ir.Expr, definitions: Mapping[str, ir.Expr], params: Mapping[str, ir.Type]
+) -> bool:
     match expr:
-        case Ref(name=name) if name in definitions:
+        case ir.Ref(name=name) if name in definitions:
             return _reads_a_field(definitions[name], definitions, params)
-        case Ref(name=name):
+        case ir.Ref(name=name):
             return isinstance(params[name], FieldType)
-        case Literal():
+        case ir.Literal():
             return False
     return any(_reads_a_field(child, definitions, params) for child in children(expr))
 
@@ -321,7 +311,7 @@ class ScanStep(StencilCode):
     """The lines of one scan operator's step: ``step(*carry, *arguments) -> new carry``,
     on planes (or numbers) as the sweep passes them."""
 
-    def __init__(self, writer: PlanWriter, operator: ScanOperatorIR, name: str) -> None:
+    def __init__(self, writer: PlanWriter, operator: ir.ScanOperatorIR, name: str) -> None:
         self.writer = writer
         self.dims = ()
         self.zero = ()
@@ -350,7 +340,7 @@ class ScanStep(StencilCode):
         self.writer.functions.append(f"    {line}")
 
 
-def scan_step(writer: PlanWriter, operator: ScanOperatorIR) -> str:
+def scan_step(writer: PlanWriter, operator: ir.ScanOperatorIR) -> str:
     """The name of the generated step function of ``operator`` (written once)."""
     known = writer.steps.get(operator)
     if known is None:

@@ -4,65 +4,22 @@ traversal helpers of the passes. ``from pipeline.dsl import ir`` then ``ir.Binar
 
 from __future__ import annotations
 
-from pipeline.dsl.ir.nodes import (
-    Assign,
-    BinaryOp,
-    Call,
-    Cast,
-    ConcatWhere,
-    DimExtent,
-    Expr,
-    FieldExtent,
-    FieldOperatorIR,
-    GuardedRead,
-    Literal,
-    OperatorCall,
-    OutputTarget,
-    Param,
-    ProgramIR,
-    Ref,
-    Scan,
-    ScanOperatorIR,
-    SourceLocation,
-    Stencil,
-    Type,
-    UnaryOp,
-)
+from pipeline.dsl.ir import nodes
+from pipeline.dsl.ir.nodes import *  # noqa: F403  (the nodes' names, as nodes.__all__ lists them)
 from pipeline.dsl.passes.traversal import children, contains_scan, map_children, substitute, walk
 from pipeline.dsl.regions import Bound, Interval, Region
 from pipeline.dsl.types import FieldType, ScalarType
 
 __all__ = [
-    "Assign",
-    "BinaryOp",
     "Bound",
-    "Call",
-    "Cast",
-    "ConcatWhere",
-    "DimExtent",
-    "Expr",
-    "FieldExtent",
-    "FieldOperatorIR",
     "FieldType",
-    "GuardedRead",
     "Interval",
-    "Literal",
-    "OperatorCall",
-    "OutputTarget",
-    "Param",
-    "ProgramIR",
-    "Ref",
     "Region",
     "ScalarType",
-    "Scan",
-    "ScanOperatorIR",
-    "SourceLocation",
-    "Stencil",
-    "Type",
-    "UnaryOp",
     "children",
     "contains_scan",
     "map_children",
     "substitute",
     "walk",
 ]
+__all__ += nodes.__all__

@@ -2,22 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.dsl.ir.nodes import (
-    Assign,
-    BinaryOp,
-    Call,
-    Cast,
-    ConcatWhere,
-    Expr,
-    Literal,
-    OperatorCall,
-    OutputTarget,
-    ProgramIR,
-    Ref,
-    Scan,
-    Stencil,
-    UnaryOp,
-)
+from pipeline.dsl.ir import nodes as ir
 
 __all__ = ["format_expr", "format_program"]
 
@@ -41,33 +26,33 @@ _PRECEDENCE = {
 _UNARY_PRECEDENCE = 6
 
 
-def format_expr(expr: Expr, parent: int = 0) -> str:
+def format_expr(expr: ir.Expr, parent: int = 0) -> str:
     """Python-like text of ``expr``; shifted reads print as ``f[I+1, J-1]``."""
     match expr:
-        case Ref(name=name, offsets=offsets):
+        case ir.Ref(name=name, offsets=offsets):
             if not offsets:
                 return name
             return f"{name}[{', '.join(f'{d}{v:+d}' for d, v in offsets)}]"
-        case Literal(value=value):
+        case ir.Literal(value=value):
             return repr(value)
-        case UnaryOp(op=op, operand=operand):
+        case ir.UnaryOp(op=op, operand=operand):
             text = f"{op}{format_expr(operand, _UNARY_PRECEDENCE)}"
             return f"({text})" if parent > _UNARY_PRECEDENCE else text
-        case BinaryOp(op=op, left=left, right=right):
+        case ir.BinaryOp(op=op, left=left, right=right):
             mine = _PRECEDENCE[op]
             # ** is right-associative; everything else left-associative.
             left_min, right_min = (mine + 1, mine) if op == "**" else (mine, mine + 1)
             text = f"{format_expr(left, left_min)} {op} {format_expr(right, right_min)}"
             return f"({text})" if parent > mine else text
-        case Call(function=function, args=args):
+        case ir.Call(function=function, args=args):
             return f"{function}({', '.join(format_expr(a) for a in args)})"
-        case Cast(value=value, dtype=dtype):
+        case ir.Cast(value=value, dtype=dtype):
             return f"astype({format_expr(value)}, {dtype})"
-        case OperatorCall(operator=operator, args=args):
+        case ir.OperatorCall(operator=operator, args=args):
             return f"{operator.name}({', '.join(format_expr(a) for a in args)})"
-        case ConcatWhere(region=region, inside=inside, outside=outside):
+        case ir.ConcatWhere(region=region, inside=inside, outside=outside):
             return f"concat_where({region}, {format_expr(inside)}, {format_expr(outside)})"
-        case Scan(operator=operator, args=args, component=component):
+        case ir.Scan(operator=operator, args=args, component=component):
             direction = "forward" if operator.forward else "backward"
             carry = f"[{component}]" if len(operator.carry) > 1 else ""
             arguments = ", ".join(format_expr(a) for a in args)
@@ -75,19 +60,19 @@ def format_expr(expr: Expr, parent: int = 0) -> str:
     raise TypeError(f"not an IR expression: {expr!r}")
 
 
-def _format_target(target: OutputTarget) -> str:
+def _format_target(target: ir.OutputTarget) -> str:
     parts = []
     for start, stop in target.slices:
         parts.append(f"{'' if start is None else start}:{'' if stop is None else stop}")
     return f"{target.name}[{', '.join(parts)}]"
 
 
-def _format_assign(assign: Assign) -> str:
+def _format_assign(assign: ir.Assign) -> str:
     type_text = f"  # {assign.value.type}" if assign.value.type is not None else ""
     return f"{', '.join(assign.targets)} = {format_expr(assign.value)}{type_text}"
 
 
-def _format_stencil(stencil: Stencil) -> list[str]:
+def _format_stencil(stencil: ir.Stencil) -> list[str]:
     outputs = ", ".join(_format_target(t) for t in stencil.outputs)
     lines = [f"  stencil {stencil.operator_name} -> {outputs} {{"]
     for extent in stencil.extents:
@@ -103,7 +88,7 @@ def _format_stencil(stencil: Stencil) -> list[str]:
     return lines
 
 
-def format_program(program: ProgramIR) -> str:
+def format_program(program: ir.ProgramIR) -> str:
     """The whole program, one statement a line."""
     params = ", ".join(f"{p.name}: {p.type}" for p in program.params)
     lines = [f"program {program.name}({params}) {{"]

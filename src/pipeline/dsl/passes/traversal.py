@@ -6,93 +6,82 @@ from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
-from pipeline.dsl.ir.nodes import (
-    BinaryOp,
-    Call,
-    Cast,
-    ConcatWhere,
-    Expr,
-    Literal,
-    OperatorCall,
-    Ref,
-    Scan,
-    UnaryOp,
-)
+from pipeline.dsl.ir import nodes as ir
 from pipeline.dsl.regions import Bound
 
 __all__ = ["children", "contains_scan", "map_children", "substitute", "walk"]
 
 
-def children(expr: Expr) -> tuple[Expr, ...]:
+def children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
     """The direct sub-expressions of ``expr``."""
     match expr:
-        case UnaryOp(operand=operand):
+        case ir.UnaryOp(operand=operand):
             return (operand,)
-        case BinaryOp(left=left, right=right):
+        case ir.BinaryOp(left=left, right=right):
             return (left, right)
-        case Call(args=args) | OperatorCall(args=args) | Scan(args=args):
+        case ir.Call(args=args) | ir.OperatorCall(args=args) | ir.Scan(args=args):
             return args
-        case Cast(value=value):
+        case ir.Cast(value=value):
             return (value,)
-        case ConcatWhere(inside=inside, outside=outside):
+        case ir.ConcatWhere(inside=inside, outside=outside):
             return (inside, outside)
     return ()
 
 
-def map_children(expr: Expr, function: Callable[[Expr], Expr]) -> Expr:
+def map_children(expr: ir.Expr, function: Callable[[ir.Expr], ir.Expr]) -> ir.Expr:
     """``expr`` with ``function`` applied to each direct sub-expression."""
     match expr:
-        case UnaryOp(operand=operand):
+        case ir.UnaryOp(operand=operand):
             return attrs.evolve(expr, operand=function(operand))
-        case BinaryOp(left=left, right=right):
+        case ir.BinaryOp(left=left, right=right):
             return attrs.evolve(expr, left=function(left), right=function(right))
-        case Call(args=args) | OperatorCall(args=args) | Scan(args=args):
+        case ir.Call(args=args) | ir.OperatorCall(args=args) | ir.Scan(args=args):
             return attrs.evolve(expr, args=tuple(function(a) for a in args))
-        case Cast(value=value):
+        case ir.Cast(value=value):
             return attrs.evolve(expr, value=function(value))
-        case ConcatWhere(inside=inside, outside=outside):
+        case ir.ConcatWhere(inside=inside, outside=outside):
             return attrs.evolve(expr, inside=function(inside), outside=function(outside))
     return expr
 
 
-def walk(expr: Expr) -> Iterator[Expr]:
+def walk(expr: ir.Expr) -> Iterator[ir.Expr]:
     """``expr`` and all its sub-expressions, parents first."""
     yield expr
     for child in children(expr):
         yield from walk(child)
 
 
-def substitute(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
+def substitute(expr: ir.Expr, mapping: Mapping[str, ir.Expr]) -> ir.Expr:
     """Replace reads of the names in ``mapping``; a shifted read shifts the replacement.
 
     Replacements must be ``Ref`` or ``Literal`` nodes (reads or constants), which is what the
     inliner binds parameters and locals to.
     """
-    if isinstance(expr, ConcatWhere) and expr.region.params & set(mapping):
+    if isinstance(expr, ir.ConcatWhere) and expr.region.params & set(mapping):
         bounds = {
-            name: Bound(0, value.name) if isinstance(value, Ref) else Bound(int(value.value))
+            name: Bound(0, value.name) if isinstance(value, ir.Ref) else Bound(int(value.value))
             for name, value in mapping.items()
-            if name in expr.region.params and isinstance(value, Ref | Literal)
+            if name in expr.region.params and isinstance(value, ir.Ref | ir.Literal)
         }
         expr = attrs.evolve(expr, region=expr.region.renamed(bounds))
-    if isinstance(expr, Ref) and expr.name in mapping:
+    if isinstance(expr, ir.Ref) and expr.name in mapping:
         replacement = mapping[expr.name]
-        if isinstance(replacement, Ref):
+        if isinstance(replacement, ir.Ref):
             # The read keeps its own location: errors about it point where it is written.
             return attrs.evolve(replacement.shifted(expr.offsets), loc=expr.loc or replacement.loc)
-        assert isinstance(replacement, Literal)
+        assert isinstance(replacement, ir.Literal)
         return replacement
     return map_children(expr, lambda child: substitute(child, mapping))
 
 
-def contains_scan(expr: Expr, definitions: Mapping[str, Expr] | None = None) -> bool:
+def contains_scan(expr: ir.Expr, definitions: Mapping[str, ir.Expr] | None = None) -> bool:
     """Whether ``expr`` computes a scan, directly or through the locals in ``definitions``."""
     definitions = definitions or {}
     for node in walk(expr):
-        if isinstance(node, Scan):
+        if isinstance(node, ir.Scan):
             return True
         if (
-            isinstance(node, Ref)
+            isinstance(node, ir.Ref)
             and node.name in definitions
             and contains_scan(definitions[node.name], definitions)
         ):

@@ -20,25 +20,7 @@ import numpy as np
 
 from pipeline.dsl.builtins import MATH_FUNCTIONS, PREDICATES, SCALAR_CHOICE
 from pipeline.dsl.errors import DSLError, DSLTypeError
-from pipeline.dsl.ir.nodes import (
-    Assign,
-    BinaryOp,
-    Call,
-    Cast,
-    ConcatWhere,
-    Expr,
-    FieldOperatorIR,
-    Literal,
-    OperatorCall,
-    ProgramIR,
-    Ref,
-    Scan,
-    ScanOperatorIR,
-    SourceLocation,
-    Stencil,
-    Type,
-    UnaryOp,
-)
+from pipeline.dsl.ir import nodes as ir
 from pipeline.dsl.types import Dimension, FieldType, ScalarType, bool_, float64, int64
 
 __all__ = ["infer_types", "promote", "type_operator", "type_scan_operator"]
@@ -50,19 +32,19 @@ _KEEPS_INTEGERS = frozenset({"floor", "ceil", "trunc", "abs"})
 _BINARY_FUNCTIONS = frozenset({"minimum", "maximum", "power", "fmod"})
 
 
-def _error(message: str, loc: SourceLocation | None) -> DSLError:
+def _error(message: str, loc: ir.SourceLocation | None) -> DSLError:
     return DSLTypeError.at(loc, message)
 
 
-def _dtype(t: Type) -> np.dtype[Any]:
+def _dtype(t: ir.Type) -> np.dtype[Any]:
     return t.dtype
 
 
-def _weak(t: Type) -> bool:
+def _weak(t: ir.Type) -> bool:
     return isinstance(t, ScalarType) and t.weak
 
 
-def _merge_dims(types: list[Type]) -> tuple[Dimension, ...] | None:
+def _merge_dims(types: list[ir.Type]) -> tuple[Dimension, ...] | None:
     fields = [t for t in types if isinstance(t, FieldType)]
     if not fields:
         return None
@@ -74,7 +56,7 @@ def _merge_dims(types: list[Type]) -> tuple[Dimension, ...] | None:
     return tuple(dims)
 
 
-def _make(dims: tuple[Dimension, ...] | None, dtype: np.dtype[Any], weak: bool) -> Type:
+def _make(dims: tuple[Dimension, ...] | None, dtype: np.dtype[Any], weak: bool) -> ir.Type:
     if dims is None:
         return ScalarType(dtype, weak)
     return FieldType(dims, dtype)
@@ -84,7 +66,9 @@ def _weak_kind(dtype: np.dtype[Any]) -> str:
     return "b" if dtype == bool_ else ("i" if dtype.kind in "iu" else "f")
 
 
-def promote(a: Type, b: Type, what: str, loc: SourceLocation | None) -> tuple[np.dtype[Any], bool]:
+def promote(
+    a: ir.Type, b: ir.Type, what: str, loc: ir.SourceLocation | None
+) -> tuple[np.dtype[Any], bool]:
     """The common dtype of two operands, and whether it is weak (both weak)."""
     if _weak(a) and _weak(b):
         kinds = {_weak_kind(a.dtype), _weak_kind(b.dtype)}
@@ -107,12 +91,12 @@ def promote(a: Type, b: Type, what: str, loc: SourceLocation | None) -> tuple[np
 
 
 class _Typer:
-    def __init__(self, env: Mapping[str, Type]) -> None:
+    def __init__(self, env: Mapping[str, ir.Type]) -> None:
         self.env = dict(env)
 
-    def expr(self, expr: Expr) -> Expr:
+    def expr(self, expr: ir.Expr) -> ir.Expr:
         match expr:
-            case Literal(value=value):
+            case ir.Literal(value=value):
                 dtype = (
                     bool_
                     if isinstance(value, bool)
@@ -121,7 +105,7 @@ class _Typer:
                     else float64
                 )
                 return attrs.evolve(expr, type=ScalarType(dtype, weak=True))
-            case Ref(name=name, offsets=offsets):
+            case ir.Ref(name=name, offsets=offsets):
                 t = self.env[name]
                 if isinstance(t, ScalarType):
                     return attrs.evolve(expr, offsets=(), type=t)
@@ -133,7 +117,7 @@ class _Typer:
                             expr.loc,
                         )
                 return attrs.evolve(expr, type=t)
-            case UnaryOp(op=op, operand=operand):
+            case ir.UnaryOp(op=op, operand=operand):
                 typed = self.expr(operand)
                 operand_type = typed.type
                 assert operand_type is not None
@@ -145,11 +129,11 @@ class _Typer:
                         f"unary {op} on booleans is not supported; use ~ or astype", expr.loc
                     )
                 return attrs.evolve(expr, operand=typed, type=t)
-            case BinaryOp(op=op, left=left, right=right):
+            case ir.BinaryOp(op=op, left=left, right=right):
                 return self.binary(expr, self.expr(left), self.expr(right))
-            case Call(args=args):
+            case ir.Call(args=args):
                 return self.call(expr, tuple(self.expr(a) for a in args))
-            case Cast(value=value, dtype=dtype):
+            case ir.Cast(value=value, dtype=dtype):
                 typed = self.expr(value)
                 assert typed.type is not None
                 if expr.constructor is not None and isinstance(typed.type, FieldType):
@@ -162,15 +146,15 @@ class _Typer:
                 return attrs.evolve(
                     expr, value=typed, type=_make(_merge_dims([typed.type]), dtype, False)
                 )
-            case OperatorCall(args=args):
+            case ir.OperatorCall(args=args):
                 return self.operator_call(expr, tuple(self.expr(a) for a in args))
-            case Scan(args=args):
+            case ir.Scan(args=args):
                 return self.scan(expr, tuple(self.expr(a) for a in args))
-            case ConcatWhere(inside=inside, outside=outside):
+            case ir.ConcatWhere(inside=inside, outside=outside):
                 return self.concat_where(expr, self.expr(inside), self.expr(outside))
         raise TypeError(f"not an IR expression: {expr!r}")
 
-    def concat_where(self, expr: ConcatWhere, inside: Expr, outside: Expr) -> Expr:
+    def concat_where(self, expr: ir.ConcatWhere, inside: ir.Expr, outside: ir.Expr) -> ir.Expr:
         assert inside.type is not None and outside.type is not None
         dims = _merge_dims([inside.type, outside.type])
         names = {d.name for d in dims or ()}
@@ -192,7 +176,7 @@ class _Typer:
             expr, inside=inside, outside=outside, type=_make(dims, dtype, weak)
         )
 
-    def scan(self, expr: Scan, args: tuple[Expr, ...]) -> Expr:
+    def scan(self, expr: ir.Scan, args: tuple[ir.Expr, ...]) -> ir.Expr:
         operator = type_scan_operator(expr.operator)
         for param, arg in zip(operator.params, args, strict=True):
             assert arg.type is not None and isinstance(param.type, ScalarType)
@@ -215,7 +199,7 @@ class _Typer:
         dtype = operator.carry[expr.component].type.dtype
         return attrs.evolve(expr, operator=operator, args=args, type=FieldType(dims, dtype))
 
-    def binary(self, expr: BinaryOp, left: Expr, right: Expr) -> Expr:
+    def binary(self, expr: ir.BinaryOp, left: ir.Expr, right: ir.Expr) -> ir.Expr:
         a, b, op = left.type, right.type, expr.op
         assert a is not None and b is not None
         dims = _merge_dims([a, b])
@@ -237,7 +221,7 @@ class _Typer:
             dtype = float64
         return attrs.evolve(expr, left=left, right=right, type=_make(dims, dtype, weak))
 
-    def call(self, expr: Call, args: tuple[Expr, ...]) -> Expr:
+    def call(self, expr: ir.Call, args: tuple[ir.Expr, ...]) -> ir.Expr:
         types_ = [a.type for a in args]
         assert all(t is not None for t in types_)
         name = expr.function
@@ -285,15 +269,16 @@ class _Typer:
         dtype = t.dtype if t.dtype.kind == "f" or name in _KEEPS_INTEGERS else float64
         return attrs.evolve(expr, args=args, type=_make(dims, dtype, _weak(t)))
 
-    def operator_call(self, expr: OperatorCall, args: tuple[Expr, ...]) -> Expr:
+    def operator_call(self, expr: ir.OperatorCall, args: tuple[ir.Expr, ...]) -> ir.Expr:
         operator = type_operator(expr.operator)
         for param, arg in zip(operator.params, args, strict=True):
             assert arg.type is not None
             _check_argument(operator.name, param.name, param.type, arg.type, arg.loc or expr.loc)
-        result: Type | None = operator.result_types[0] if len(operator.result_types) == 1 else None
+        results = operator.result_types
+        result: ir.Type | None = results[0] if len(results) == 1 else None
         return attrs.evolve(expr, operator=operator, args=args, type=result)
 
-    def assign(self, assign: Assign) -> Assign:
+    def assign(self, assign: ir.Assign) -> ir.Assign:
         value = self.expr(assign.value)
         if len(assign.targets) == 1:
             if value.type is None:
@@ -302,7 +287,7 @@ class _Typer:
                 )
             self.env[assign.targets[0]] = value.type
         else:
-            if not isinstance(value, OperatorCall):
+            if not isinstance(value, ir.OperatorCall):
                 raise _error(
                     "only a call of a field operator returning a tuple can be unpacked", assign.loc
                 )
@@ -317,13 +302,13 @@ class _Typer:
         return attrs.evolve(assign, value=value)
 
 
-def _check_literals_fit(operands: Sequence[Expr], dtype: np.dtype[Any]) -> None:
+def _check_literals_fit(operands: Sequence[ir.Expr], dtype: np.dtype[Any]) -> None:
     """A Python int literal must fit the integer dtype it is used with (NumPy 2 raises)."""
     if dtype.kind not in "iu":
         return
     info = np.iinfo(dtype)
     for operand in operands:
-        value = operand.value if isinstance(operand, Literal) else None
+        value = operand.value if isinstance(operand, ir.Literal) else None
         if (
             isinstance(value, int)
             and not isinstance(value, bool)
@@ -337,7 +322,7 @@ def _check_literals_fit(operands: Sequence[Expr], dtype: np.dtype[Any]) -> None:
 
 
 def _check_argument(
-    callee: str, name: str, expected: Type, got: Type, loc: SourceLocation | None
+    callee: str, name: str, expected: ir.Type, got: ir.Type, loc: ir.SourceLocation | None
 ) -> None:
     if isinstance(expected, ScalarType):
         if isinstance(got, FieldType):
@@ -368,15 +353,15 @@ def _check_argument(
 
 
 # Typed operators (and scan operators) by untyped operator object: see _typed_once.
-_TYPED: dict[int, FieldOperatorIR] = {}
+_TYPED: dict[int, ir.FieldOperatorIR] = {}
 
 
-def type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
+def type_operator(operator: ir.FieldOperatorIR) -> ir.FieldOperatorIR:
     """Type a field operator's body and check its results against its annotation."""
     return _typed_once(_TYPED, operator, _type_operator)
 
 
-def _type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
+def _type_operator(operator: ir.FieldOperatorIR) -> ir.FieldOperatorIR:
     typer = _Typer({p.name: p.type for p in operator.params})
     body = tuple(typer.assign(a) for a in operator.body)
     results = tuple(typer.expr(r) for r in operator.results)
@@ -403,8 +388,8 @@ def _type_operator(operator: FieldOperatorIR) -> FieldOperatorIR:
     return attrs.evolve(operator, body=body, results=results)
 
 
-_TYPED_SCANS: dict[int, ScanOperatorIR] = {}
-Operator = TypeVar("Operator", FieldOperatorIR, ScanOperatorIR)
+_TYPED_SCANS: dict[int, ir.ScanOperatorIR] = {}
+Operator = TypeVar("Operator", ir.FieldOperatorIR, ir.ScanOperatorIR)
 
 
 def _typed_once(
@@ -420,12 +405,12 @@ def _typed_once(
     return found
 
 
-def type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
+def type_scan_operator(operator: ir.ScanOperatorIR) -> ir.ScanOperatorIR:
     """Type a scan operator's body and check its new carry against the carry's dtypes."""
     return _typed_once(_TYPED_SCANS, operator, _type_scan_operator)
 
 
-def _type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
+def _type_scan_operator(operator: ir.ScanOperatorIR) -> ir.ScanOperatorIR:
     typer = _Typer({p.name: p.type for p in (*operator.carry, *operator.params)})
     body = tuple(typer.assign(a) for a in operator.body)
     results = tuple(typer.expr(r) for r in operator.results)
@@ -445,12 +430,12 @@ def _type_scan_operator(operator: ScanOperatorIR) -> ScanOperatorIR:
     return attrs.evolve(operator, body=body, results=results)
 
 
-def _type_stencil(stencil: Stencil, env: Mapping[str, Type]) -> Stencil:
+def _type_stencil(stencil: ir.Stencil, env: Mapping[str, ir.Type]) -> ir.Stencil:
     typer = _Typer(env)
     body = tuple(typer.assign(a) for a in stencil.body)
     results = tuple(typer.expr(r) for r in stencil.results)
-    if len(results) == 1 and isinstance(results[0], OperatorCall):
-        result_types: tuple[Type, ...] = results[0].operator.result_types
+    if len(results) == 1 and isinstance(results[0], ir.OperatorCall):
+        result_types: tuple[ir.Type, ...] = results[0].operator.result_types
     else:
         result_types = tuple(r.type for r in results)  # type: ignore[misc]
     for target, result_type in zip(stencil.outputs, result_types, strict=True):
@@ -472,7 +457,7 @@ def _type_stencil(stencil: Stencil, env: Mapping[str, Type]) -> Stencil:
     return attrs.evolve(stencil, body=body, results=results)
 
 
-def infer_types(program: ProgramIR) -> ProgramIR:
+def infer_types(program: ir.ProgramIR) -> ir.ProgramIR:
     """The type-inference pass (a ``Step[ProgramIR, ProgramIR]``).
 
     Raises:
