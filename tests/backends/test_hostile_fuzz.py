@@ -20,7 +20,7 @@ from backends.conformance.hostile import check_hostile_arguments
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BACKENDS = ["c_cpu", pytest.param("dace_cpu", marks=pytest.mark.requires_dace),
-            "numpy_source_backend:numpy_source"]
+            "numpy_source_backend:numpy_source", "cuda_emulated"]
 
 
 @pytest.fixture(autouse=True)
