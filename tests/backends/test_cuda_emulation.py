@@ -120,6 +120,12 @@ def test_kernels_that_need_threads_running_together_are_refused_naming_the_progr
     shared = attrs.evolve(source, text=source.text.replace("{", "{ __syncthreads();", 1))
     with pytest.raises(UnsupportedConstructError, match=r"lap.*__syncthreads.*cuda_gpu"):
         emulation_unit(shared)
+    atomic = attrs.evolve(source, text=source.text + "\n// atomicAdd(p, 1.0);")
+    with pytest.raises(UnsupportedConstructError, match="atomicAdd"):
+        emulation_unit(atomic)
+    # A field whose name merely contains such a word is no such construct.
+    named = attrs.evolve(source, text=source.text.replace("p_inp", "p_atomic_inp"))
+    assert "p_atomic_inp" in emulation_unit(named)
 
 
 def test_an_emulation_whose_bytes_changed_is_not_loaded(cache):

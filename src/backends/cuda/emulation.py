@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -95,8 +96,9 @@ static void sf_emulate(const unsigned int* launch, Kernel kernel) {
 }
 """
 
-# Constructs whose meaning needs threads that run together.
-_CONCURRENT = ("__syncthreads", "__shared__", "atomic", "__shfl")
+# Constructs whose meaning needs threads that run together (CUDA's names: a user's field
+# called ``atomic_mass`` is none of them).
+_CONCURRENT = re.compile(r"\b(__syncthreads|__shared__|atomic[A-Z]\w*|__shfl\w*)\b")
 
 
 def emulation_unit(cuda: ProgramSource) -> str:
@@ -110,7 +112,7 @@ def emulation_unit(cuda: ProgramSource) -> str:
     """
     interface = cuda.metadata
     assert isinstance(interface, CudaInterface)
-    used = [name for name in _CONCURRENT if name in cuda.text]
+    used = sorted(set(_CONCURRENT.findall(cuda.text)))
     if used:
         raise UnsupportedConstructError(
             f"the kernels of program {interface.ir.name!r} use {', '.join(used)}, which needs "
