@@ -22,7 +22,9 @@ import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.arrayapi import EmbeddedExecutable
 from backends.embedded import EmbeddedLoading, embedded_pipeline
+from backends.entries import native_entries
 from pipeline import CachedStep, CompilePipeline
+from pipeline.dispatch import NativeEntryType
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import CompileTimeArgs, ConcreteDefinition
 from pipeline.steps import step_name, unwrap_step
@@ -102,6 +104,13 @@ class Backend:
         if self.array_namespace is None and self.device_type is DeviceType.CPU:
             return np.ndarray
         return None
+
+    @property
+    def native_entries(self) -> NativeEntryType | None:
+        """The native fast entries the dispatcher puts in front of every executable of this
+        backend (``backends.entries``, built once per machine); ``None`` without a C
+        compiler, and then every call is checked in Python."""
+        return cast("NativeEntryType | None", native_entries())
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
         return self
