@@ -127,6 +127,9 @@ class CompiledBackend(Backend):
         pipeline: the four steps; its translation must declare what it ``emits``.
         compile_time_args: extracts from a call's arguments what an executable is
             specialized for (default: ``unit_strides``); one executable per distinct value.
+            It must read only what the argument checks read (shapes, strides, dtypes,
+            flags, data pointers, scalar values): the native entry (ADR 0021) runs an
+            executable again on arguments alike in those without asking it again.
 
     Raises:
         ValueError: at construction, when the allocator's device type differs from the device

@@ -10,6 +10,7 @@ keyword, must not run the Python argument check; any call the Python check would
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from typing import Any
 
@@ -287,3 +288,25 @@ def test_the_fast_path_decides_as_the_python_check(checks, changes, by_keyword):
         assert found == expected
         if checks.count == before:  # the fast path answered: only for an accepted call
             assert expected == ("accepted",)
+
+
+def test_threads_calling_at_once_each_get_their_own_results():
+    program = stencils.lap.with_backend(backends.embedded_numpy)
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(30):
+            inp, out = rng.random((6, 5, 2)), np.zeros((6, 5, 2))
+            program(inp, out) if seed % 2 else program(inp=inp, out=out)
+            expected = np.zeros_like(out)
+            stencils.lap_reference(inp, expected)
+            if not np.array_equal(out, expected):
+                failures.append(f"thread {seed}")
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
