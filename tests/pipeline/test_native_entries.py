@@ -310,3 +310,33 @@ def test_threads_calling_at_once_each_get_their_own_results():
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_an_entry_binds_keywords_or_leaves_the_explanation_to_python():
+    entry_type = native.native_entries()
+    entry = entry_type(_run, ("a", "b"), None, None)
+    a, b = np.zeros(3), np.ones(3)
+    assert entry.remember(a, b)
+    RUNS.clear()
+    assert entry(a, b=b) is None and entry(b=b, a=a) is None and RUNS == [(a, b), (a, b)]
+    for args, kwargs in [((a,), {"c": b}), ((a, b), {"b": b}), ((a,), {}), ((), {"b": b})]:
+        assert entry(*args, **kwargs) is NotImplemented  # unknown, twice, missing
+    assert entry.call_with((a,), {"b": b}) is None
+    entry.forget()
+    assert entry(a, b) is NotImplemented and len(RUNS) == 3
+
+
+def test_an_entry_of_many_parameters_binds_positional_calls_only():
+    entry_type = native.native_entries()
+    names = tuple(f"p{i}" for i in range(300))
+    values = tuple(range(300))
+    entry = entry_type(_run, names, None, None)
+    assert entry.remember(*values)
+    assert entry(*values) is None
+    assert entry(*values[:-1], p299=299) is NotImplemented  # Python binds it
+
+
+def test_an_entry_that_was_never_initialized_refuses_to_run():
+    entry_type = native.native_entries()
+    with pytest.raises(TypeError, match="never initialized"):
+        entry_type.__new__(entry_type)(1)

@@ -37,7 +37,7 @@ __all__ = ["ENTRIES_ABI", "ENTRIES_C", "ENTRIES_MODULE"]
 ENTRIES_MODULE = "sf_entries"
 
 #: The version of the Python interface below; an extension of another is never imported.
-ENTRIES_ABI = 4
+ENTRIES_ABI = 5
 
 _C = r"""
 #define PY_SSIZE_T_CLEAN
@@ -49,7 +49,7 @@ _C = r"""
 
 #define SF_SLOTS 4        /* accepted calls remembered per entry (ping-pong buffers fit) */
 #define SF_MAX_RANK 8     /* arrays of higher rank are checked in full every call */
-#define SF_MAX_PARAMS 256
+#define SF_MAX_PARAMS 256  /* keyword calls of more parameters are bound in Python */
 
 enum { SF_EMPTY = 0, SF_ARRAY = 1, SF_SCALAR = 2, SF_FROZEN = 3 };
 
@@ -215,13 +215,20 @@ static int sf_bind(sf_Entry* self, PyObject* args, PyObject* kwargs, PyObject** 
     return 0;
 }
 
+static PyObject* sf_uninitialized(void) {
+    PyErr_SetString(PyExc_TypeError, "this Entry was never initialized");
+    return NULL;
+}
+
 static PyObject* sf_entry_call(PyObject* object, PyObject* args, PyObject* kwargs) {
     sf_Entry* self = (sf_Entry*)object;
+    if (self->parameters == NULL) return sf_uninitialized();
     const Py_ssize_t nparams = self->nparams;
     PyObject* stack[SF_MAX_PARAMS + 1];
     PyObject* const* bound;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
-        if (sf_bind(self, args, kwargs, stack) != 0) Py_RETURN_NOTIMPLEMENTED;
+        if (nparams > SF_MAX_PARAMS || sf_bind(self, args, kwargs, stack) != 0)
+            Py_RETURN_NOTIMPLEMENTED;
         bound = stack;
     } else {
         if (PyTuple_GET_SIZE(args) != nparams) Py_RETURN_NOTIMPLEMENTED;
@@ -247,6 +254,7 @@ static PyObject* sf_entry_call_with(PyObject* object, PyObject* const* args, Py_
 
 static PyObject* sf_entry_remember(PyObject* object, PyObject* const* args, Py_ssize_t nargs) {
     sf_Entry* self = (sf_Entry*)object;
+    if (self->parameters == NULL) return sf_uninitialized();
     if (self->executable == Py_None || nargs != self->nparams) Py_RETURN_FALSE;
     for (int slot = 0; slot < self->used; ++slot) {
         Py_ssize_t i = 0;
@@ -286,10 +294,6 @@ static int sf_entry_init(PyObject* object, PyObject* args, PyObject* kwargs) {
         return -1;
     }
     Py_ssize_t nparams = PyTuple_GET_SIZE(parameters);
-    if (nparams > SF_MAX_PARAMS) {
-        PyErr_Format(PyExc_ValueError, "an Entry takes at most %d parameters", SF_MAX_PARAMS);
-        return -1;
-    }
     for (Py_ssize_t i = 0; i < nparams; ++i) {
         if (!PyUnicode_Check(PyTuple_GET_ITEM(parameters, i))) {
             PyErr_SetString(PyExc_TypeError, "parameters must be a tuple of str");
