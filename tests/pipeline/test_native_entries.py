@@ -10,6 +10,8 @@ keyword, must not run the Python argument check; any call the Python check would
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import warnings
 from typing import Any
@@ -26,6 +28,7 @@ import backends
 from allocators import DeviceType
 from backends import CompiledBackend
 from backends import entries as native
+from backends.entries.source import ENTRIES_ABI
 from pipeline import ProgramSource, SourceFormat
 from pipeline.dsl import CompilableProgram
 from pipeline.dsl.arguments import ArgumentChecker
@@ -340,3 +343,19 @@ def test_an_entry_that_was_never_initialized_refuses_to_run():
     entry_type = native.native_entries()
     with pytest.raises(TypeError, match="never initialized"):
         entry_type.__new__(entry_type)(1)
+
+
+def test_a_damaged_extension_is_built_again_never_loaded(tmp_path, caplog):
+    directory = tmp_path / "native-entries"
+    # Built in another process: this one must not have the file loaded when it is damaged.
+    subprocess.run(
+        [sys.executable, "-c", "import sys; from backends.entries import EntryBuild; "
+         "EntryBuild(sys.argv[1]).module()", str(directory)],
+        check=True,
+    )  # fmt: skip
+    (library,) = (directory / "builds").glob("sf_entries.*/sf_entries*.so")
+    library.write_bytes(b"not a shared object")
+    with caplog.at_level(logging.WARNING, logger="backends.entries"):
+        module = native.EntryBuild(str(directory)).module()
+    assert "damaged" in caplog.text
+    assert module.abi == ENTRIES_ABI and library.read_bytes() != b"not a shared object"

@@ -3,9 +3,9 @@
 ``sf_entries`` (``backends.entries.source``) is a small CPython extension, compiled like the
 c_cpu launcher (``backends.c.launcher``): once per compiler identity, interpreter, NumPy
 version and machine, kept in the toolchain directory (``STENCILFORGE_TOOLCHAIN_DIR``) under
-``entries/`` (else in the build cache under ``entries/``), published atomically with a
-``COMPLETE`` marker holding its SHA-256 (``BuildCache.publish``), and hashed again before
-each import, so a damaged file is rebuilt and never loaded.
+``native-entries/`` (else in the build cache under ``native-entries/``), published
+atomically with a ``COMPLETE`` marker holding its SHA-256 (``BuildCache.publish``), and
+hashed again before each import, so a damaged file is rebuilt and never loaded.
 
 ``native_entries()`` is what ``Backend.native_entries`` returns to the dispatcher: the
 extension's ``Entry`` type, or ``None`` where no C compiler can build it (then every call
@@ -173,7 +173,8 @@ def native_entries() -> Any:
 
 def _load() -> Any:
     build = EntryBuild(
-        str(toolchain_directory() / "entries"), str(configured_cache_directory() / "entries")
+        str(toolchain_directory() / "native-entries"),
+        str(configured_cache_directory() / "native-entries"),
     )
     try:
         try:
