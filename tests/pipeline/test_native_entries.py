@@ -263,13 +263,18 @@ MUTATIONS = [
     lambda state: state.update(out=np.zeros((12, 8, 3))[1:10]),
     lambda state: state.update(coeff=np.float64(state["coeff"])),
     lambda state: state.update(inp=state["inp"].astype(">f8")),
+    lambda state: state.update(inp=state["inp"][...]),  # a view: same memory, another object
+    lambda state: state.update(out=np.ones(SHAPE)),  # maybe where a freed array was
+    lambda state: state.update(out=state["out"][::-1]),  # negative strides
+    lambda state: state.update(inp=np.broadcast_to(np.ones(SHAPE[2]), SHAPE)),  # stride 0
+    lambda state: state.update(out=np.broadcast_to(np.ones(SHAPE[2]), SHAPE)),
 ]  # fmt: skip
 
 
 _PROPERTY_PROGRAM = stencils.hdiff_program.with_backend(nothing_backend())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(range(len(MUTATIONS))), min_size=1, max_size=4), st.booleans())
 def test_the_fast_path_decides_as_the_python_check(checks, changes, by_keyword):
     program = _PROPERTY_PROGRAM  # one program: its entry remembers earlier examples' calls
