@@ -8,9 +8,10 @@ toolchain. What is specific to a frontend comes through one small protocol, ``Ca
     program.__call__(*args)
       |- fast path: the last signature's self-checking entry (``fast``; for a keyword
       |  call ``fast_keywords``, which binds them natively): the backend's ``NativeEntry``
-      |  (one native call) runs the executable on the very arguments the check accepted
-      |  before, unchanged, else its fallback: the executable's ``fast_entry(*args)``, or
-      |  the ``RememberedEntry`` of arguments whose verdict cannot change (JAX arrays)
+      |  (one native call) runs the executable on arguments alike, in all the check reads,
+      |  to those of a call it accepted, else its fallback: the executable's
+      |  ``fast_entry(*args)``, or the ``RememberedEntry`` of arguments whose verdict cannot
+      |  change (JAX arrays)
       '- Dispatcher.call(definition, args)
            key = (calls.definition_key(definition), backend.compile_time_args(args))
            miss -> pipeline.program(ConcreteDefinition(definition, compile-time args))
@@ -19,9 +20,10 @@ toolchain. What is specific to a frontend comes through one small protocol, ``Ca
            or calls.argument_check(program, backend)(args) (remembered), then executable(*args)
            accepted: native_entry.remember(*args), the entry becomes ``fast``
 
-An executable runs only for the key it was built for and only on arguments a check accepted:
-its own native checks (``SelfCheckingExecutable``) or its frontend's argument check, so a
-backend written from scratch gets the same checks and messages as the built-in ones.
+An executable runs only for the key it was built for and only on arguments a check accepted
+(or alike, in all the check reads, to arguments it accepted): its own native checks
+(``SelfCheckingExecutable``) or its frontend's argument check, so a backend written from
+scratch gets the same checks and messages as the built-in ones.
 """
 
 from __future__ import annotations
@@ -80,9 +82,9 @@ class NativeEntry(Protocol):
     """A native fast entry of one executable (``backends.entries``: ``sf_entries.Entry``).
 
     ``entry(*args, **kwargs)`` binds the arguments to the parameters and runs the executable
-    if they are the very objects of a call ``remember`` recorded, with every property the
-    argument check reads unchanged; else it returns its fallback's answer, or
-    ``NotImplemented`` (nothing ran) when it has none or the binding failed.
+    if nothing the argument check reads tells them apart from the arguments of a call
+    ``remember`` recorded; else it returns its fallback's answer, or ``NotImplemented``
+    (nothing ran) when it has none or the binding failed.
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -372,7 +374,7 @@ class Dispatcher(Generic[D, P]):
         remembered = found.check(args)
         if own:
             # Only after the full check accepted ``args``: the native entry then runs the
-            # executable on these very arguments while nothing the check read has changed.
+            # executable on arguments alike to these in everything the check reads.
             if native is not None and (native.remember(*args) or remembered):
                 self._set_fast(native, native)
             elif remembered and found.remembered_entry is not None:
