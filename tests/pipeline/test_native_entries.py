@@ -364,3 +364,16 @@ def test_a_damaged_extension_is_built_again_never_loaded(tmp_path, caplog):
         module = native.EntryBuild(str(directory)).module()
     assert "damaged" in caplog.text
     assert module.abi == ENTRIES_ABI and library.read_bytes() != b"not a shared object"
+
+
+def test_a_toolchain_directory_others_can_write_is_never_loaded_from(
+    monkeypatch, tmp_path, caplog
+):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("STENCILFORGE_TOOLCHAIN_DIR", str(shared))
+    monkeypatch.setenv("STENCILFORGE_CACHE_DIR", str(shared / "cache"))
+    with caplog.at_level(logging.WARNING, logger="backends.entries"):
+        assert native._load() is None
+    assert "no native fast entries" in caplog.text and not (shared / "native-entries").exists()

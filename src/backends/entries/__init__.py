@@ -185,7 +185,8 @@ def _load() -> Any:
     except (CompilationError, DamagedArtifactError, OSError, ImportError) as error:
         _log.warning(
             "no native fast entries (%s): every program call is checked in Python, which "
-            "costs microseconds more; install a C compiler (or set $CC) to have them",
+            "costs microseconds more; to have them, fix what the message names (a missing C "
+            "compiler: install one or set $CC; a directory: STENCILFORGE_TOOLCHAIN_DIR)",
             error,
         )
         return None
