@@ -22,7 +22,9 @@ import allocators
 from allocators import DeviceType, FieldBufferAllocator
 from backends.arrayapi import EmbeddedExecutable
 from backends.embedded import EmbeddedLoading, embedded_pipeline
+from backends.entries import native_entries
 from pipeline import CachedStep, CompilePipeline
+from pipeline.dispatch import NativeEntryType
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import CompileTimeArgs, ConcreteDefinition
 from pipeline.steps import step_name, unwrap_step
@@ -103,6 +105,13 @@ class Backend:
             return np.ndarray
         return None
 
+    @property
+    def native_entries(self) -> NativeEntryType | None:
+        """The native fast entries the dispatcher puts in front of every executable of this
+        backend (``backends.entries``, built once per machine); ``None`` without a C
+        compiler, and then every call is checked in Python."""
+        return cast("NativeEntryType | None", native_entries())
+
     def __deepcopy__(self, memo: dict[int, Any]) -> Backend:
         return self
 
@@ -118,6 +127,9 @@ class CompiledBackend(Backend):
         pipeline: the four steps; its translation must declare what it ``emits``.
         compile_time_args: extracts from a call's arguments what an executable is
             specialized for (default: ``unit_strides``); one executable per distinct value.
+            It must read only what the argument checks read (shapes, strides, dtypes,
+            flags, data pointers, scalar values): the native entry (ADR 0021) runs an
+            executable again on arguments alike in those without asking it again.
 
     Raises:
         ValueError: at construction, when the allocator's device type differs from the device

@@ -6,19 +6,24 @@ toolchain. What is specific to a frontend comes through one small protocol, ``Ca
 (the stencil DSL's is ``pipeline.dsl.calls.StencilCalls``). The data's walk::
 
     program.__call__(*args)
-      |- fast path: the last signature's self-checking entry (``fast``): the executable's
-      |  ``fast_entry(*args)`` (one native call), or for an executable without one the
-      |  ``RememberedEntry`` of arguments whose verdict cannot change (JAX arrays)
+      |- fast path: the last signature's self-checking entry (``fast``; for a keyword
+      |  call ``fast_keywords``, which binds them natively): the backend's ``NativeEntry``
+      |  (one native call) runs the executable on arguments alike, in all the check reads,
+      |  to those of a call it accepted, else its fallback: the executable's
+      |  ``fast_entry(*args)``, or the ``RememberedEntry`` of arguments whose verdict cannot
+      |  change (JAX arrays)
       '- Dispatcher.call(definition, args)
            key = (calls.definition_key(definition), backend.compile_time_args(args))
            miss -> pipeline.program(ConcreteDefinition(definition, compile-time args))
                 -> translate -> compile -> load                (once per key, locked)
            entry.fast_entry(*args)                    (refused: the check explains why)
            or calls.argument_check(program, backend)(args) (remembered), then executable(*args)
+           accepted: native_entry.remember(*args), the entry becomes ``fast``
 
-An executable runs only for the key it was built for and only on arguments a check accepted:
-its own native checks (``SelfCheckingExecutable``) or its frontend's argument check, so a
-backend written from scratch gets the same checks and messages as the built-in ones.
+An executable runs only for the key it was built for and only on arguments a check accepted
+(or alike, in all the check reads, to arguments it accepted): its own native checks
+(``SelfCheckingExecutable``) or its frontend's argument check, so a backend written from
+scratch gets the same checks and messages as the built-in ones.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
+from allocators.immutable import frozen_metadata
 from pipeline import metrics
 from pipeline.errors import ArgumentError, DamagedArtifactError, SourceError, StepOutputError
 from pipeline.events import StageDump, dump_directory, subscribe
@@ -44,6 +50,8 @@ __all__ = [
     "CallConvention",
     "DispatchBackend",
     "Dispatcher",
+    "NativeEntry",
+    "NativeEntryType",
     "Specialization",
     "bind_arguments",
     "user_facing",
@@ -68,6 +76,44 @@ class DispatchBackend(Protocol):
     def compile_time_args(self, args: tuple[Any, ...]) -> CompileTimeArgs:
         """What of ``args`` an executable is specialized for."""
         ...
+
+
+class NativeEntry(Protocol):
+    """A native fast entry of one executable (``backends.entries``: ``sf_entries.Entry``).
+
+    ``entry(*args, **kwargs)`` binds the arguments to the parameters and runs the executable
+    if nothing the argument check reads tells them apart from the arguments of a call
+    ``remember`` recorded; else it returns its fallback's answer, or ``NotImplemented``
+    (nothing ran) when it has none or the binding failed.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def call_with(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``self(*args, **kwargs)``, without copying ``args`` and ``kwargs``."""
+        ...
+
+    def remember(self, *args: Any) -> bool:
+        """Record ``args``, which the full check just accepted; whether they could be (only
+        NumPy arrays, plain scalars and arrays whose metadata is frozen can; nothing for an
+        entry without executable)."""
+        ...
+
+
+class NativeEntryType(Protocol):
+    """What a backend's ``native_entries`` attribute holds (``None``: none, no compiler):
+    ``Entry(executable or None, parameter names, self-checking fallback or None, frozen)``,
+    where ``frozen(value)`` is not ``None`` for an argument whose checked properties cannot
+    change (``allocators.frozen_metadata``)."""
+
+    def __call__(
+        self,
+        executable: object,
+        parameters: tuple[str, ...],
+        fallback: object,
+        frozen: Callable[[object], Hashable | None],
+        /,
+    ) -> NativeEntry: ...
 
 
 class CallConvention(Protocol[D_contra, P]):
@@ -120,6 +166,9 @@ class Specialization(Generic[P]):
         fast_entry: the executable's self-checking entry, if it offers one.
         remembered_entry: for an executable without ``fast_entry``, the entry that runs it on
             arguments ``check`` remembers (the fast slot once such a call was checked).
+        native_entry: the backend's native entry (``None`` without one): it binds keywords,
+            runs the executable on the arguments of accepted calls it remembers, and else
+            falls back to ``fast_entry`` or ``remembered_entry``.
     """
 
     program: P
@@ -130,6 +179,7 @@ class Specialization(Generic[P]):
     check: RememberedCheck = attrs.field(repr=False)
     fast_entry: Callable[..., Any] | None
     remembered_entry: RememberedEntry | None = attrs.field(repr=False)
+    native_entry: NativeEntry | None = attrs.field(default=None, repr=False)
 
 
 def user_facing(error: SourceError) -> SourceError:
@@ -177,7 +227,9 @@ class Dispatcher(Generic[D, P]):
 
     ``fast`` is the self-checking entry of the last call's signature (``None`` until a
     self-checking executable ran, or a call the checks' memory keeps was accepted): the
-    program's ``__call__`` tries it before anything else.
+    program's ``__call__`` tries it before anything else. ``fast_keywords`` is the same
+    entry when it is a ``NativeEntry``, which binds keyword arguments natively (``None``: a
+    keyword call binds them in Python, then tries ``fast``).
 
     Args:
         backend: the backend whose pipeline compiles the program.
@@ -185,7 +237,7 @@ class Dispatcher(Generic[D, P]):
         metrics_key: where the program's metrics are kept.
     """
 
-    __slots__ = ("_lock", "_metrics_key", "_table", "backend", "calls", "fast")
+    __slots__ = ("_lock", "_metrics_key", "_table", "backend", "calls", "fast", "fast_keywords")
 
     def __init__(
         self, backend: DispatchBackend, calls: CallConvention[D, P], metrics_key: str
@@ -193,6 +245,7 @@ class Dispatcher(Generic[D, P]):
         self.backend = backend
         self.calls = calls
         self.fast: Callable[..., Any] | None = None
+        self.fast_keywords: NativeEntry | None = None
         self._metrics_key = metrics_key
         self._table: dict[tuple[Hashable, Hashable], Specialization[P]] = {}
         # Held while a signature compiles: concurrent first calls build it once.
@@ -308,20 +361,31 @@ class Dispatcher(Generic[D, P]):
                 parameters, or an argument fails a check.
         """
         own = self.calls.definition_key(definition) is None
+        native = found.native_entry
         fast = found.fast_entry
         if fast is not None:
             result = fast(*args)
             if result is not NotImplemented:
                 if own:
-                    self.fast = fast
+                    self._set_fast(fast, native)
                 return result
         if len(args) != len(found.parameters):
             bind_arguments(definition.name, found.parameters, args, {})  # raises, naming them
         remembered = found.check(args)
-        entry = found.remembered_entry
-        if remembered and entry is not None and own:
-            self.fast = entry
+        if own:
+            # Only after the full check accepted ``args``: the native entry then runs the
+            # executable on arguments alike to these in everything the check reads.
+            if native is not None and (native.remember(*args) or remembered):
+                self._set_fast(native, native)
+            elif remembered and found.remembered_entry is not None:
+                self._set_fast(found.remembered_entry, None)
         return found.executable(*args)
+
+    def _set_fast(self, entry: Callable[..., Any], native: NativeEntry | None) -> None:
+        """Make ``entry`` the fast slot, and ``native`` (``entry`` itself, or ``None``) the
+        slot of keyword calls: each slot alone is always a self-checking entry."""
+        self.fast = entry
+        self.fast_keywords = native
 
     def _build(
         self,
@@ -365,6 +429,26 @@ class Dispatcher(Generic[D, P]):
             )
         )
         parameters = tuple(self.calls.parameters(program))
+        entries: NativeEntryType | None = getattr(self.backend, "native_entries", None)
+        native = (
+            None
+            if entries is None
+            # A self-checking executable is its own check: the entry only binds keywords.
+            else entries(
+                None if fast_entry is not None else executable,
+                parameters,
+                fast_entry if fast_entry is not None else remembered_entry,
+                frozen_metadata,
+            )
+        )
         return Specialization(
-            program, parameters, source, artifact, executable, check, fast_entry, remembered_entry
+            program,
+            parameters,
+            source,
+            artifact,
+            executable,
+            check,
+            fast_entry,
+            remembered_entry,
+            native,
         )

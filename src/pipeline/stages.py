@@ -38,8 +38,9 @@ class Executable(Protocol):
 
     - it receives one value per program parameter, positionally, in parameter order (the
       dispatcher binds keywords first);
-    - it is called only for the compile-time signature it was built for, and only after the
-      dispatcher's ``ArgumentChecker`` accepted the arguments;
+    - it is called only for the compile-time signature it was built for, and only on
+      arguments the dispatcher's ``ArgumentChecker`` accepted, or on arguments that nothing
+      the check reads tells apart from such a call's (the backend's native entry, ADR 0021);
     - it returns ``None`` (outputs updated in place) or, for functional array namespaces
       (JAX), the tuple of written output arrays in parameter order.
 

@@ -11,9 +11,9 @@ checks accepted, or with new arrays indistinguishable from them (a result fed ba
 scalars, is accepted without building and hashing a key.
 
 ``RememberedEntry`` makes such a check and an executable without a native entry into a
-self-checking entry (``fast_entry``'s contract), which the dispatcher keeps in the program's
-fast slot: a repeat JAX call then goes from ``Program.__call__`` to the executable through
-the key alone.
+self-checking entry (``fast_entry``'s contract): the fallback of the backend's native entry
+(ADR 0021), which takes the very JAX arrays it saw accepted at once, or, without one, the
+program's fast slot itself.
 """
 
 from __future__ import annotations

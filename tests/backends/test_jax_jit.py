@@ -159,7 +159,9 @@ def test_repeat_calls_take_the_remembered_entry_and_stay_checked(jax_jit):
     on_jax = scaled_lap.with_backend(jax_jit)
     (first,) = on_jax(inp_j, 0.5, out_j)
     specialization = on_jax.compile(inp_j, 0.5, out_j).specialization
-    assert on_jax._dispatcher.fast is specialization.remembered_entry
+    # The native entry (where a compiler built one) falls back to the remembered entry.
+    native = specialization.native_entry
+    assert on_jax._dispatcher.fast is (native or specialization.remembered_entry)
     # The same arrays, new arrays of the same kind (a result fed back), keywords: all right.
     (again,) = on_jax(inp_j, 0.5, out_j)
     (fed_back,) = on_jax(inp_j, 0.5, first)

@@ -281,9 +281,14 @@ class Program(_Definition):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            args = self._bind(args, kwargs)
         dispatcher = self._dispatcher
+        if kwargs:
+            binding = dispatcher.fast_keywords  # binds natively, never runs the frontend
+            if binding is not None and not metrics.ACTIVE:
+                result = binding.call_with(args, kwargs)  # no copy of either
+                if result is not NotImplemented:
+                    return result
+            args = self._bind(args, kwargs)
         fast = dispatcher.fast
         if fast is not None and not metrics.ACTIVE:
             result = fast(*args)
