@@ -20,11 +20,7 @@ cache under ``launcher/``:
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import logging
-import shutil
-import subprocess
 import sys
 import sysconfig
 import threading
@@ -34,13 +30,13 @@ from types import ModuleType
 import attrs
 import numpy as np
 
-from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verified_bytes
+from backends import extensions
 from backends.c import launch_abi, launcher_source
 from backends.c.compilation import default_compiler
 from backends.c.launcher_source import LAUNCHER_C, LAUNCHER_MODULE
 from backends.clike.compiler import CompilationError, compiler_identity
-from pipeline.caching import ensure_private_directory
-from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
+from backends.extensions import Extension, imported, private_root, published
+from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint, source_digest
 
 __all__ = ["LAUNCHER_FLAGS", "Launcher"]
@@ -49,6 +45,9 @@ _log = logging.getLogger(__name__)
 
 #: The launcher's flags: no ``-march=native``, since its work is argument checks, not loops.
 LAUNCHER_FLAGS = ("-O3",)
+
+#: What is built: the one extension of the c_cpu backend.
+LAUNCHER = Extension(LAUNCHER_MODULE, LAUNCHER_C, launch_abi.LAUNCH_ABI, "c_cpu launcher")
 
 _LOADED: dict[str, ModuleType] = {}
 _LOADING = threading.Lock()
@@ -98,7 +97,7 @@ class Launcher:
             sysconfig.get_paths()["include"],
             np.__version__,
             np.get_include(),
-            source_digest(sys.modules[__name__], launcher_source, launch_abi),
+            source_digest(sys.modules[__name__], launcher_source, launch_abi, extensions),
         )
 
     @property
@@ -147,97 +146,15 @@ class Launcher:
         """
         if self.compiler_identity is None:
             compiler_identity(self.compiler)  # raises, saying why
-        cache = BuildCache(self._root())
-        space = cache.space()
-        folder = space.builds / self.name
-        found = _intact_file(folder)
-        if found is not None:
-            return found
-        if folder.exists():
-            _log.warning("the launcher %s is damaged or incomplete: building it again", folder)
-            shutil.rmtree(folder, ignore_errors=True)
-        return cache.build(LAUNCHER_MODULE, self._build)
-
-    def _root(self) -> Path:
-        """The directory the launcher is kept in (created private if needed)."""
-        try:
-            return ensure_private_directory(self.directory)
-        except UnsafeCacheDirectoryError:
-            raise
-        except OSError as error:
-            if self.fallback_directory is None:
-                raise
-            _log.warning(
-                "cannot use the toolchain directory %s (%s); the c_cpu launcher goes into %s",
-                self.directory,
-                error,
-                self.fallback_directory,
-            )
-            return ensure_private_directory(self.fallback_directory)
-
-    def _build(self, space: BuildSpace, workdir: Path) -> tuple[Path, str]:
-        built = workdir / self.name
-        built.mkdir(mode=0o700)
-        source = workdir / f"{LAUNCHER_MODULE}.c"
-        source.write_text(LAUNCHER_C)
-        output = built / _file_name()
-        command = [
-            self.compiler,
-            "-fPIC",
-            "-shared",
-            *self.flags,
-            f"-I{sysconfig.get_paths()['include']}",
-            f"-I{np.get_include()}",
-            str(source),
-            "-o",
-            str(output),
-        ]
-        try:
-            process = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as error:
-            raise CompilationError(
-                f"cannot run the C compiler {self.compiler!r} to build the c_cpu launcher "
-                f"({error}); install gcc or clang, or set $CC to a working compiler"
-            ) from error
-        if process.returncode != 0:
-            raise CompilationError(
-                f"building the c_cpu launcher failed (exit {process.returncode}); source kept "
-                f"in {workdir}\n{' '.join(command)}\n{process.stderr[-4000:]}"
-            )
-        folder, digest = BuildCache(self._root()).publish(
-            space, built, self.name, [output.name]
-        )
-        return folder / output.name, digest
-
-
-def _file_name() -> str:
-    return f"{LAUNCHER_MODULE}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-
-
-def _intact_file(folder: Path) -> tuple[Path, str] | None:
-    """The launcher in a published ``folder`` and its hash, if the folder is complete and its
-    file has the bytes its marker records."""
-    try:
-        digest = (folder / COMPLETE_MARKER).read_text()
-    except OSError:
-        return None
-    if not BuildCache.intact(folder, digest, [_file_name()]):
-        return None
-    return folder / _file_name(), digest
+        root = private_root(self.directory, self.fallback_directory, LAUNCHER.what)
+        return published(LAUNCHER, root, self.key, (self.compiler, *self.flags))
 
 
 def _import(path: Path, digest: str) -> ModuleType:
     """Import the launcher at ``path`` after checking its bytes against ``digest``.
 
     Raises:
-        DamagedArtifactError: the file is missing or its bytes differ.
+        DamagedArtifactError: the file is missing, its bytes differ, or it is of another
+            interface.
     """
-    verified_bytes(path, digest, "c_cpu launcher")
-    loader = importlib.machinery.ExtensionFileLoader(LAUNCHER_MODULE, str(path))
-    spec = importlib.util.spec_from_file_location(LAUNCHER_MODULE, path, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    if getattr(module, "abi", None) != launch_abi.LAUNCH_ABI:
-        raise DamagedArtifactError(f"c_cpu launcher {path} is not of interface {launch_abi.LAUNCH_ABI}")
-    return module
+    return imported(LAUNCHER, path, digest)

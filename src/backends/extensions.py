@@ -1,0 +1,180 @@
+"""CPython extensions built once per machine from one C source: the c_cpu launcher
+(``backends.c.launcher``) and every backend's native entries (``backends.entries``).
+
+An ``Extension`` is what is built (the module's name, its C source, the interface its module
+must report, its name in messages); where and with what is the caller's. The walk::
+
+    private_root(directory, fallback)            the toolchain directory, else the cache's
+    published(extension, root, key, command)     builds/<module>.<key>/ with a COMPLETE marker
+      intact? -> its file and SHA-256
+      missing -> BuildCache.build: compile in tmp/, publish with one atomic os.replace
+      damaged -> a logged warning, removed, built again
+    imported(extension, path, digest)            bytes checked against the digest, then
+                                                 imported; a module of another interface is
+                                                 a DamagedArtifactError
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import logging
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+import attrs
+import numpy as np
+
+from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verified_bytes
+from backends.clike.compiler import CompilationError
+from pipeline.caching import ensure_private_directory
+from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
+
+__all__ = ["Extension", "imported", "private_root", "published"]
+
+_log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class Extension:
+    """A CPython extension of one C source file.
+
+    Attributes:
+        module: the module's name (``sf_launcher``): its file is ``<module><EXT_SUFFIX>``.
+        source: the C source.
+        abi: what the built module's ``abi`` attribute must equal to be imported.
+        what: its name in messages (``"c_cpu launcher"``).
+    """
+
+    module: str
+    source: str = attrs.field(repr=False)
+    abi: object
+    what: str
+
+    @property
+    def file_name(self) -> str:
+        """The built file's name."""
+        return f"{self.module}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
+def private_root(directory: str, fallback: str | None, what: str) -> Path:
+    """``directory``, created private; where it cannot be created, ``fallback`` (with a
+    logged warning).
+
+    Raises:
+        UnsafeCacheDirectoryError: a directory others can write (never worked around).
+        OSError: neither can be created.
+    """
+    try:
+        return ensure_private_directory(directory)
+    except UnsafeCacheDirectoryError:
+        raise
+    except OSError as error:
+        if fallback is None:
+            raise
+        _log.warning(
+            "cannot use the toolchain directory %s (%s); the %s goes into %s",
+            directory,
+            error,
+            what,
+            fallback,
+        )
+        return ensure_private_directory(fallback)
+
+
+def published(
+    extension: Extension, root: Path, key: str, command: Sequence[str]
+) -> tuple[Path, str]:
+    """The path of an intact published build of ``extension`` under ``root`` (in
+    ``builds/<module>.<key>/``) and its SHA-256: built with ``command`` (the compiler and its
+    flags; position-independence, Python's and NumPy's headers, the source and the output
+    are added) when missing, built again with a logged warning when damaged.
+
+    Raises:
+        CompilationError: the compiler cannot run or failed.
+    """
+    name = f"{extension.module}.{key}"
+    cache = BuildCache(root)
+    folder = cache.space().builds / name
+    found = _intact_file(extension, folder)
+    if found is not None:
+        return found
+    if folder.exists():
+        _log.warning(
+            "the %s %s is damaged or incomplete: building it again", extension.what, folder
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def build(space: BuildSpace, workdir: Path) -> tuple[Path, str]:
+        built = workdir / name
+        built.mkdir(mode=0o700)
+        output = built / extension.file_name
+        _compile(extension, command, workdir, output)
+        folder, digest = cache.publish(space, built, name, [output.name])
+        return folder / output.name, digest
+
+    return cache.build(extension.module, build)
+
+
+def imported(extension: Extension, path: Path, digest: str) -> ModuleType:
+    """The module at ``path``, imported after its bytes were checked against ``digest``.
+
+    Raises:
+        DamagedArtifactError: the file is missing, its bytes differ, or it reports another
+            interface than ``extension.abi``.
+    """
+    verified_bytes(path, digest, extension.what)
+    loader = importlib.machinery.ExtensionFileLoader(extension.module, str(path))
+    spec = importlib.util.spec_from_file_location(extension.module, path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    if getattr(module, "abi", None) != extension.abi:
+        raise DamagedArtifactError(
+            f"{extension.what} {path} is not of interface {extension.abi}"
+        )
+    return module
+
+
+def _compile(extension: Extension, command: Sequence[str], workdir: Path, output: Path) -> None:
+    source = workdir / f"{extension.module}.c"
+    source.write_text(extension.source)
+    full = [
+        *command[:1],
+        "-fPIC",
+        "-shared",
+        *command[1:],
+        f"-I{sysconfig.get_paths()['include']}",
+        f"-I{np.get_include()}",
+        str(source),
+        "-o",
+        str(output),
+    ]
+    try:
+        process = subprocess.run(full, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise CompilationError(
+            f"cannot run the C compiler {command[0]!r} to build the {extension.what} "
+            f"({error}); install gcc or clang, or set $CC to a working compiler"
+        ) from error
+    if process.returncode != 0:
+        raise CompilationError(
+            f"building the {extension.what} failed (exit {process.returncode}); source kept "
+            f"in {workdir}\n{' '.join(full)}\n{process.stderr[-4000:]}"
+        )
+
+
+def _intact_file(extension: Extension, folder: Path) -> tuple[Path, str] | None:
+    """The extension's file in a published ``folder`` and its hash, if the folder is
+    complete and the file has the bytes its marker records."""
+    try:
+        digest = (folder / COMPLETE_MARKER).read_text()
+    except OSError:
+        return None
+    if not BuildCache.intact(folder, digest, [extension.file_name]):
+        return None
+    return folder / extension.file_name, digest
