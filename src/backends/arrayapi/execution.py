@@ -13,7 +13,7 @@ from backends.arrayapi.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.dsl.arguments import guarded_reach, resolve_domain
 from pipeline.dsl.frontend.operators import parse_field_operator
 from pipeline.dsl.frontend.source import with_captured_globals
-from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.ir.nodes import Names, ProgramIR
 from pipeline.dsl.programs import evaluating_embedded, output_domain
 from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import FieldType
@@ -77,6 +77,19 @@ def _flattened(value: Any) -> list[Any]:
     if isinstance(value, tuple):
         return [leaf for item in value for leaf in _flattened(item)]
     return [value]
+
+
+def _as_written(ir: ProgramIR, values: list[Any]) -> list[Any]:
+    """One value per leaf parameter as the program's function takes them: a tuple
+    parameter's leaves as the tuple it was written as, nested alike."""
+    if not ir.tuples:
+        return values
+    by_name = dict(zip((p.name for p in ir.params), values, strict=True))
+
+    def nested(names: Names) -> tuple[Any, ...]:
+        return tuple(nested(n) if isinstance(n, tuple) else by_name[n] for n in names)
+
+    return [by_name[name] if names is None else nested(names) for name, names in ir.written]
 
 
 def _scalar_value(namespace: Any, kind: str, value: Any) -> Any:
@@ -151,7 +164,7 @@ class EmbeddedExecutable:
                 values.append(_scalar_value(self.namespace, param.type.dtype.kind, value))
         with evaluating_embedded():
             if self.definition.kind == "program":
-                self.function(*values)
+                self.function(*_as_written(self.ir, values))
             else:
                 self._run_field_operator(values)
         if not functional:

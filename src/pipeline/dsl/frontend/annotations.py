@@ -12,7 +12,14 @@ import numpy as np
 
 from pipeline.dsl.errors import DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.source import FunctionSource, captured_values
-from pipeline.dsl.frontend.tuples import Names, component_names, is_tuple_type, name_leaves, shape
+from pipeline.dsl.frontend.tuples import (
+    Names,
+    component_names,
+    is_tuple_type,
+    name_leaves,
+    path_names,
+    shape,
+)
 from pipeline.dsl.ir.nodes import Param, Type
 from pipeline.dsl.types import FieldType, ScalarType, as_dtype
 
@@ -20,6 +27,7 @@ __all__ = [
     "carry_types",
     "describe_dtypes",
     "evaluated_annotations",
+    "parameter_nesting",
     "parameter_types",
     "result_types",
     "scan_init",
@@ -33,12 +41,14 @@ def parameter_types(
     *,
     first: int = 0,
     tuples: dict[str, Names] | None = None,
+    by_path: bool = False,
 ) -> tuple[Param, ...]:
     """The typed parameters of a DSL function from the ``first`` on, from its annotations.
 
-    With ``tuples`` (a field operator's), a ``tuple[...]`` annotation is one parameter per
-    leaf, named ``<name>__<i>`` (leaves numbered in order); ``tuples`` gets the names,
-    nested like the annotation.
+    With ``tuples`` (a field operator's or a program's), a ``tuple[...]`` annotation is one
+    parameter per leaf, named ``<name>__<i>`` (leaves numbered in order), or ``by_path``
+    (a program's) ``<name>__<i>__<j>`` for ``name[i][j]``; ``tuples`` gets the names, nested
+    like the annotation.
 
     Raises:
         DSLTypeError: a parameter without annotation, or with one that is not a field type
@@ -73,17 +83,35 @@ def parameter_types(
         if tuples is None:
             raise source.error(
                 DSLTypeError,
-                f"parameter {arg.arg!r} is a tuple: tuple parameters are for field "
-                "operators; give a program one parameter per field",
+                f"parameter {arg.arg!r} is a tuple: a scan operator's point values are "
+                "scalars; pass the tuple's items one by one",
                 node,
             )
-        names = component_names(arg.arg, shape(annotation))
+        naming = path_names if by_path else component_names
+        names = naming(arg.arg, shape(annotation))
         tuples[arg.arg] = names
         params += [
             Param(n, _as_type(t, source, node))
             for n, t in zip(name_leaves(names), _flatten_type(annotation), strict=True)
         ]
     return tuple(params)
+
+
+def parameter_nesting(function: Callable[..., Any]) -> tuple[tuple[str, object], ...]:
+    """Each parameter of ``function`` with the nesting of its annotation (``shape``: None
+    for a field or scalar, a tuple of the items' nestings for a ``tuple[...]``), in order.
+
+    What a program's call flattens its arguments by, read without the frontend; the
+    frontend's IR nests its leaves (``ProgramIR.tuples``) alike.
+
+    Raises:
+        DSLNameError: a string annotation names something the namespace lacks.
+    """
+    code = function.__code__
+    declared = evaluated_annotations(function)
+    return tuple(
+        (name, shape(declared.get(name))) for name in code.co_varnames[: code.co_argcount]
+    )
 
 
 def evaluated_annotations(function: Callable[..., Any]) -> dict[str, Any]:

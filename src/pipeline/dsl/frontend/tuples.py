@@ -23,6 +23,7 @@ __all__ = [
     "leaves",
     "name_leaves",
     "nest",
+    "path_names",
     "shape",
     "tuple_index",
 ]
@@ -73,6 +74,20 @@ def component_names(name: str, nesting: object) -> Names:
         )
 
     return build(as_tuple_shape(nesting))
+
+
+def path_names(name: str, nesting: object) -> Names:
+    """Names ``<name>__<i>__<j>...`` for the leaves of a tuple of shape ``nesting``, each by
+    its path (``t[1][0]`` is ``t__1__0``): a program's leaf parameters, so that a generated
+    identifier says which leaf it is."""
+
+    def build(prefix: str, part: tuple[object, ...]) -> Names:
+        return tuple(
+            build(f"{prefix}__{index}", item) if isinstance(item, tuple) else f"{prefix}__{index}"
+            for index, item in enumerate(part)
+        )
+
+    return build(name, as_tuple_shape(nesting))
 
 
 def _flatten_shape(nesting: object) -> list[None]:
