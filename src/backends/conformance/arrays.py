@@ -16,6 +16,7 @@ import numpy as np
 
 import allocators
 from backends.base import Backend
+from pipeline.dsl.types import record_of
 
 __all__ = ["bind", "run_program", "to_backend_array", "to_numpy"]
 
@@ -112,11 +113,18 @@ def run_program(
 
 
 def _leaf_count(value: Any) -> int:
+    record = record_of(type(value))
+    if record is not None:
+        return sum(_leaf_count(item) for item in record.values(value))
     return sum(_leaf_count(item) for item in value) if isinstance(value, tuple) else 1
 
 
 def _rebuilt(value: Any, arrays: Iterator[Any]) -> Any:
-    """``value`` (an argument, nested if a tuple) with each leaf the next of ``arrays``."""
+    """``value`` (an argument, nested if a tuple or named collection) with each leaf the next
+    of ``arrays``."""
+    record = record_of(type(value))
+    if record is not None:
+        return record.build(tuple(_rebuilt(item, arrays) for item in record.values(value)))
     if isinstance(value, tuple):
         return tuple(_rebuilt(item, arrays) for item in value)
     return next(arrays)

@@ -28,7 +28,7 @@ from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
-from pipeline.dsl.types import Dimension
+from pipeline.dsl.types import Dimension, record_of
 from pipeline.errors import SourceError
 from pipeline.staged import Lowered
 
@@ -90,11 +90,15 @@ def current_output_domain() -> dict[str, tuple[int, int]] | None:
 
 
 def _flattened(value: Any) -> tuple[Any, ...]:
-    """The leaves of nested tuples, in order (``None``: none; anything else: itself)."""
+    """The leaves of nested tuples and named collections (dataclass instances by their
+    fields), in order (``None``: none; anything else: itself)."""
     if value is None:
         return ()
     if isinstance(value, tuple):
         return tuple(leaf for item in value for leaf in _flattened(item))
+    record = record_of(type(value))
+    if record is not None:
+        return tuple(leaf for item in record.values(value) for leaf in _flattened(item))
     return (value,)
 
 
@@ -104,7 +108,7 @@ def _in_domain(out: Any, domain: Any) -> Any:
     if not isinstance(domain, dict):
         return out
     bounds = {dim.name: (int(lo), int(hi)) for dim, (lo, hi) in domain.items()}
-    if isinstance(out, tuple):
+    if isinstance(out, tuple) or record_of(type(out)) is not None:
         return tuple(o.__dsl_domain__(bounds) for o in _flattened(out))
     return out.__dsl_domain__(bounds)
 
@@ -261,7 +265,7 @@ class _Definition:
         if not self._nesting:
             try:
                 nesting = parameter_nesting(self.function)
-            except SourceError:
+            except (SourceError, NameError):
                 return None  # the frontend reports the annotation, located
             self._nesting.append(nesting if has_tuples(nesting) else None)
         return self._nesting[0]
@@ -394,7 +398,7 @@ class FieldOperator(_Definition):
         if kwargs:
             flat: dict[str, Any] = {}
             for key, value in kwargs.items():
-                if isinstance(value, tuple):
+                if isinstance(value, tuple) or record_of(type(value)) is not None:
                     flat.update({f"{key}__{i}": v for i, v in enumerate(_flattened(value))})
                 else:
                     flat[key] = value

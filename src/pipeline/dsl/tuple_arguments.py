@@ -1,8 +1,10 @@
-"""A program's tuple arguments as the leaves its executables take.
+"""A program's tuple (and named collection) arguments as the leaves its executables take.
 
 A program with tuple-typed parameters (``t: tuple[F, tuple[F, int32]]``) is compiled with one
 parameter per leaf (``ProgramIR.tuples``); its call flattens the user's nested tuples into
-those leaves, in order, after checking that each is nested as its annotation. The checks of the
+those leaves, in order, after checking that each is nested as its annotation (a dataclass or
+``NamedTuple`` instance of the annotated class, flattened by its fields in declaration
+order). The checks of the
 leaves themselves (rank, dtype, halo, aliasing) are the program's argument checks, which name a
 leaf as the user writes it (``t[1][0]``).
 """
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline.dispatch import bind_arguments
+from pipeline.dsl.types import Named
 from pipeline.errors import ArgumentError
 
 __all__ = ["describe_nesting", "flatten_arguments", "has_tuples"]
@@ -28,7 +31,12 @@ def has_tuples(nesting: Nesting) -> bool:
 
 
 def describe_nesting(nesting: object) -> str:
-    """A nesting as the user would write such a tuple: ``(value, (value, value))``."""
+    """A nesting as the user would write such a tuple: ``(value, (value, value))``, a named
+    collection as ``State(u=value, v=value)``."""
+    if isinstance(nesting, Named):
+        fields = zip(nesting.record.fields, nesting, strict=True)
+        inner = ", ".join(f"{field}={describe_nesting(item)}" for field, item in fields)
+        return f"{nesting.record.name}({inner})"
     if isinstance(nesting, tuple):
         inner = ", ".join(describe_nesting(item) for item in nesting)
         return f"({inner},)" if len(nesting) == 1 else f"({inner})"
@@ -50,7 +58,11 @@ def flatten_arguments(program: str, nesting: Nesting, args: Sequence[Any]) -> tu
         if items is None:
             leaves.append(value)
         else:
-            expected = f"pass {name!r} as a tuple nested as {describe_nesting(items)}"
+            expected = (
+                f"pass {name!r} as a {describe_nesting(items)}"
+                if isinstance(items, Named)
+                else f"pass {name!r} as a tuple nested as {describe_nesting(items)}"
+            )
             _flatten(program, expected, name, items, value, leaves)
     return tuple(leaves)
 
@@ -65,6 +77,16 @@ def _flatten(
                 f"{type(value).__name__} of {len(value)}; {expected}"
             )
         leaves.append(value)
+        return
+    if isinstance(items, Named):
+        record = items.record
+        if not isinstance(value, record.cls):
+            raise ArgumentError(
+                f"argument {where!r} of {program}() must be a {record.cls.__module__}."
+                f"{record.cls.__qualname__}, got {_described(value)}; {expected}"
+            )
+        for field, item, part in zip(record.fields, items, record.values(value), strict=True):
+            _flatten(program, expected, f"{where}.{field}", item, part, leaves)
         return
     if not isinstance(value, tuple) or len(value) != len(items):
         raise ArgumentError(

@@ -5,8 +5,9 @@ reference (see :mod:`backends.conformance.corpus.cases`). Together the cases cov
 construct of the DSL: shifts (several in one call, asymmetric, in K), each arithmetic operator,
 each comparison, ``& | ~``, ``where`` (nested, with literals), every math builtin, ``astype``
 both ways, each dtype, scalar parameters of several dtypes, literals typed like NumPy 2 weak
-scalars, locals and shifted locals, inlined calls, tuple returns and parameters, fields of
-fewer dimensions broadcast against 3D ones, multi-call programs with temporaries, out slices
+scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of
+programs too), named collections (dataclasses and NamedTuples), fields of fewer dimensions
+broadcast against 3D ones, multi-call programs with temporaries, out slices
 and ``domain=``, scans, boundary conditions, 0-D fields, and the reference workloads
 ``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`, one module of features
 each; :data:`FEATURES` lists them in a fixed order.
@@ -19,6 +20,7 @@ checks that need a known program.
 from backends.conformance.corpus import (
     arithmetic,
     builtins,
+    collections_,
     composition,
     domains,
     dtypes,
@@ -96,6 +98,7 @@ FEATURES: tuple[Feature, ...] = (
     composition.MULTI_CALL_PROGRAMS,
     tuples.TUPLES,
     tuples.TUPLE_PROGRAMS,
+    collections_.NAMED_COLLECTIONS,
     domains.BROADCASTING,
     domains.SHIFTS_AND_DOMAINS,
     domains.BOUNDARY_CONDITIONS,

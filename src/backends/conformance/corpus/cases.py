@@ -19,6 +19,7 @@ import attrs
 import numpy as np
 
 from pipeline.dsl import Dimension, Field, bool_, float32, float64, int32, int64
+from pipeline.dsl.types import record_of
 
 __all__ = [
     "IJ",
@@ -176,11 +177,16 @@ class MissingHalo:
     missing: int
 
 # --------------------------------------------------------------------------- nested arguments
-# A tuple parameter's argument is a tuple of arrays and scalars, nested as its annotation.
+# A tuple parameter's argument is a tuple of arrays and scalars, nested as its annotation; a
+# named collection's is an instance of its dataclass or NamedTuple.
 
 
 def leaf_map(function: Callable[[Any], Any], value: Any) -> Any:
-    """``value`` with ``function`` applied to each leaf (a tuple's items, nested alike)."""
+    """``value`` with ``function`` applied to each leaf (a tuple's items, a collection's
+    fields, nested alike and of the same class)."""
+    record = record_of(type(value))
+    if record is not None:
+        return record.build(tuple(leaf_map(function, item) for item in record.values(value)))
     if isinstance(value, tuple):
         return tuple(leaf_map(function, item) for item in value)
     return function(value)
@@ -192,7 +198,12 @@ def copied(value: Any) -> Any:
 
 
 def labelled_leaves(name: str, value: Any) -> list[tuple[str, Any]]:
-    """The leaves of the argument ``name``, each labelled as the user indexes it: ``t[1][0]``."""
+    """The leaves of the argument ``name``, each labelled as the user reads it: ``t[1][0]``,
+    ``state.u``."""
+    record = record_of(type(value))
+    if record is not None:
+        return [pair for field, item in zip(record.fields, record.values(value), strict=True)
+                for pair in labelled_leaves(f"{name}.{field}", item)]
     if isinstance(value, tuple):
         return [pair for index, item in enumerate(value)
                 for pair in labelled_leaves(f"{name}[{index}]", item)]

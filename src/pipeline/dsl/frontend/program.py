@@ -65,8 +65,8 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
             "t[1][0] is named t__1__0); rename it",
             source.function_def,
         )
-    program_tuples = ProgramTuples(source, tuples)
     parser = body_parser(definition, source, by_name)
+    program_tuples = ProgramTuples(source, tuples, parser.names.resolve_constant)
     stencils = []
     for statement in without_docstring(source.function_def.body):
         if isinstance(statement, ast.Pass):

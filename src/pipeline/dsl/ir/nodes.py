@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from pipeline.dsl.regions import Bound, Region
-from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.dsl.types import FieldType, Named, ScalarType
 
 __all__ = [
     "Assign",
@@ -386,13 +386,18 @@ def shown_parameter(name: str, tuples: Iterable[tuple[str, Names]]) -> str:
 
 def _path_of(name: str, names: Names) -> str | None:
     """The indexing (``[1][0]``) that reaches leaf ``name`` in ``names``; None if absent."""
-    for index, item in enumerate(names):
+    steps = (
+        [f".{field}" for field in names.record.fields]
+        if isinstance(names, Named)
+        else [f"[{index}]" for index in range(len(names))]
+    )
+    for step, item in zip(steps, names, strict=True):
         if item == name:
-            return f"[{index}]"
+            return step
         if isinstance(item, tuple):
             inner = _path_of(name, item)
             if inner is not None:
-                return f"[{index}]{inner}"
+                return step + inner
     return None
 
 
