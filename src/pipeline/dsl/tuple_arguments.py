@@ -54,22 +54,48 @@ def flatten_arguments(program: str, nesting: Nesting, args: Sequence[Any]) -> tu
     if len(args) != len(nesting):
         bind_arguments(program, [name for name, _ in nesting], args, {})  # raises, naming them
     leaves: list[Any] = []
-    for (name, items), value in zip(nesting, args, strict=True):
+    # Indexing, not zip(strict=True) (~0.5 us a call): this runs on every call.
+    for index in range(len(nesting)):
+        name, items = nesting[index]
+        value = args[index]
         if items is None:
             leaves.append(value)
-        else:
+        elif not _collect(items, value, leaves):  # type: ignore[arg-type]
             expected = (
                 f"pass {name!r} as a {describe_nesting(items)}"
                 if isinstance(items, Named)
                 else f"pass {name!r} as a tuple nested as {describe_nesting(items)}"
             )
-            _flatten(program, expected, name, items, value, leaves)
+            _flatten(program, expected, name, items, value, [])  # raises, explaining
+            raise AssertionError("unreachable: _collect and _flatten disagree")
     return tuple(leaves)
+
+
+def _collect(items: tuple[object, ...], value: Any, leaves: list[Any]) -> bool:
+    """Append the leaves of ``value`` nested as ``items``; False at the first mismatch (then
+    ``_flatten`` walks again to explain it: messages are built only for a refusal)."""
+    if isinstance(items, Named):
+        if not isinstance(value, items.record.cls):
+            return False
+        value = items.record.values(value)
+    elif not isinstance(value, tuple) or len(value) != len(items):
+        return False
+    for index in range(len(items)):
+        item, part = items[index], value[index]
+        if item is not None:
+            if not _collect(item, part, leaves):  # type: ignore[arg-type]
+                return False
+        elif isinstance(part, tuple) or isinstance(part, list):  # noqa: SIM101  (faster)
+            return False
+        else:
+            leaves.append(part)
+    return True
 
 
 def _flatten(
     program: str, expected: str, where: str, items: object, value: Any, leaves: list[Any]
 ) -> None:
+    """``_collect``, raising at the first mismatch with the item's name (``t[1]``)."""
     if not isinstance(items, tuple):
         if isinstance(value, tuple | list):
             raise ArgumentError(
@@ -95,7 +121,6 @@ def _flatten(
         )
     for index, (item, part) in enumerate(zip(items, value, strict=True)):
         _flatten(program, expected, f"{where}[{index}]", item, part, leaves)
-
 
 
 def _described(value: Any) -> str:
