@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -11,12 +12,12 @@ from allocators import namespace_name
 from backends.arrayapi.fields import EmbeddedField, field_parameter, input_field
 from backends.arrayapi.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.dsl.arguments import guarded_reach, resolve_domain
-from pipeline.dsl.frontend.operators import parse_field_operator
+from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.source import with_captured_globals
 from pipeline.dsl.ir.nodes import ProgramIR
 from pipeline.dsl.programs import evaluating_embedded, output_domain
 from pipeline.dsl.stages import ProgramDefinition
-from pipeline.dsl.types import FieldType
+from pipeline.dsl.types import FieldType, Named, record_of
 
 __all__ = ["EmbeddedExecutable"]
 
@@ -73,10 +74,31 @@ def read_regions(ir: ProgramIR, args: tuple[Any, ...]) -> dict[str, tuple[tuple[
 
 
 def _flattened(value: Any) -> list[Any]:
-    """The leaves of nested tuple results, in order."""
+    """The leaves of nested tuple and named collection results, in order."""
     if isinstance(value, tuple):
         return [leaf for item in value for leaf in _flattened(item)]
+    record = record_of(type(value))
+    if record is not None:
+        return [leaf for item in record.values(value) for leaf in _flattened(item)]
     return [value]
+
+
+def _rebuilt(nesting: object, values: Iterator[Any]) -> Any:
+    """The next values, as a parameter nested as ``nesting`` takes them: a tuple, or a named
+    collection's instance, nested alike (``None``: one value)."""
+    if not isinstance(nesting, tuple):
+        return next(values)
+    items = tuple(_rebuilt(item, values) for item in nesting)
+    return nesting.record.build(items) if isinstance(nesting, Named) else items
+
+
+def _as_written(ir: ProgramIR, values: list[Any]) -> list[Any]:
+    """One value per leaf parameter as the program's function takes them: a tuple
+    parameter's leaves as the tuple (or named collection) it was written as, nested alike."""
+    if not ir.tuples:
+        return values
+    remaining = iter(values)
+    return [_rebuilt(names, remaining) for _, names in ir.written]
 
 
 def _scalar_value(namespace: Any, kind: str, value: Any) -> Any:
@@ -151,7 +173,7 @@ class EmbeddedExecutable:
                 values.append(_scalar_value(self.namespace, param.type.dtype.kind, value))
         with evaluating_embedded():
             if self.definition.kind == "program":
-                self.function(*values)
+                self.function(*_as_written(self.ir, values))
             else:
                 self._run_field_operator(values)
         if not functional:
@@ -167,13 +189,9 @@ class EmbeddedExecutable:
         # One stencil, or one per group of outputs over the same dimensions (splitting).
         outputs = {t.name: t for s in self.ir.stencils for t in s.outputs}
         names = [p.name for p in self.ir.params]
-        flat = [v for n, v in zip(names, values, strict=True) if n not in outputs]
-        # Tuple parameters arrive one argument per component: the function takes tuples.
-        inputs: list[Any] = []
-        for _, parts in parse_field_operator(self.definition).signature:
-            count = 1 if parts is None else len(parts)
-            group, flat = flat[:count], flat[count:]
-            inputs.append(group[0] if parts is None else tuple(group))
+        flat = iter([v for n, v in zip(names, values, strict=True) if n not in outputs])
+        # Tuple parameters arrive one argument per leaf: the function takes them nested.
+        inputs = [_rebuilt(nesting, flat) for _, nesting in parameter_nesting(self.function)]
         targets = tuple(
             values[names.index(target.name)][tuple(slice(a, b) for a, b in target.slices)]
             for target in sorted(outputs.values(), key=lambda t: names.index(t.name))

@@ -9,13 +9,14 @@ outputs instead of writing them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 import allocators
 from backends.base import Backend
+from pipeline.dsl.types import record_of
 
 __all__ = ["bind", "run_program", "to_backend_array", "to_numpy"]
 
@@ -82,7 +83,8 @@ def run_program(
         backend: the backend to run on.
         args, kwargs: the program's arguments (arrays of ``backend``, Python scalars).
         written: the parameters the program writes, in the order of the program's parameters,
-            as keyword names or positional indices; needed only for functional backends.
+            as keyword names or positional indices; needed only for functional backends. A
+            written tuple parameter comes back leaf by leaf and is rebuilt nested as given.
 
     Returns:
         The arguments by position (int keys) and by name (str keys). In-place backends (NumPy,
@@ -99,10 +101,30 @@ def run_program(
     if result is None:
         return after
     updated = tuple(result) if isinstance(result, tuple | list) else (result,)
-    if len(updated) != len(written):
+    # A written tuple parameter's leaves come back one by one, in order.
+    if len(updated) != sum(_leaf_count(after[key]) for key in written):
         raise AssertionError(
             f"backend {backend.name!r} returned {len(updated)} arrays for the written "
             f"parameters {list(written)}"
         )
-    after.update(zip(written, updated, strict=True))
+    arrays = iter(updated)
+    after.update((key, _rebuilt(after[key], arrays)) for key in written)
     return after
+
+
+def _leaf_count(value: Any) -> int:
+    record = record_of(type(value))
+    if record is not None:
+        return sum(_leaf_count(item) for item in record.values(value))
+    return sum(_leaf_count(item) for item in value) if isinstance(value, tuple) else 1
+
+
+def _rebuilt(value: Any, arrays: Iterator[Any]) -> Any:
+    """``value`` (an argument, nested if a tuple or named collection) with each leaf the next
+    of ``arrays``."""
+    record = record_of(type(value))
+    if record is not None:
+        return record.build(tuple(_rebuilt(item, arrays) for item in record.values(value)))
+    if isinstance(value, tuple):
+        return tuple(_rebuilt(item, arrays) for item in value)
+    return next(arrays)

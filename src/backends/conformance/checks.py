@@ -15,6 +15,7 @@ from backends.base import Backend
 from backends.conformance import corpus
 from backends.conformance.arrays import bind, run_program, to_backend_array, to_numpy
 from backends.conformance.corpus import Case
+from backends.conformance.corpus.cases import copied, labelled_leaves, leaf_map
 from pipeline.dsl import float64
 
 __all__ = [
@@ -53,20 +54,27 @@ def check_case(case: Case, backend: Backend) -> None:
         AssertionError: naming the case and the argument that differs.
     """
     host = case.build()
-    expected = {name: np.copy(value) if isinstance(value, np.ndarray) else value
-                for name, value in host.items()}
+    expected = {name: copied(value) for name, value in host.items()}
     case.reference(**expected)
-    args = {name: to_backend_array(value, backend) if isinstance(value, np.ndarray) else value
+    args = {name: leaf_map(lambda leaf: to_backend_array(leaf, backend)
+                           if isinstance(leaf, np.ndarray) else leaf, value)
             for name, value in host.items()}
 
     after = run_program(case.program, backend, written=case.outputs, **args)
 
     for name in case.outputs:
-        _assert_matches(case, name, to_numpy(after[name]), expected[name], host[name])
+        leaves = zip(labelled_leaves(name, after[name]), labelled_leaves(name, expected[name]),
+                     labelled_leaves(name, host[name]), strict=True)
+        for (leaf, got), (_, want), (_, prefilled) in leaves:
+            _assert_matches(case, leaf, to_numpy(got), want, prefilled)
     for name, value in host.items():
-        if isinstance(value, np.ndarray) and name not in case.outputs:
-            np.testing.assert_array_equal(to_numpy(after[name]), value,
-                                          err_msg=f"{case.name}: input {name} was modified")
+        if name in case.outputs:
+            continue
+        for (leaf, got), (_, given) in zip(labelled_leaves(name, after[name]),
+                                           labelled_leaves(name, value), strict=True):
+            if isinstance(given, np.ndarray):
+                np.testing.assert_array_equal(to_numpy(got), given,
+                                              err_msg=f"{case.name}: input {leaf} was modified")
 
 
 def check_positional_arguments(backend: Backend) -> None:

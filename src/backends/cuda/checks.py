@@ -92,7 +92,7 @@ def check_device_arguments(
     for param, value in zip(ir.params, args, strict=True):
         if not isinstance(param.type, FieldType):
             continue
-        name = param.name
+        name = ir.shown(param.name)
         if not isinstance(value, cupy.ndarray):
             raise ArgumentError(
                 f"argument {name!r} of {program}() must be a cupy.ndarray for this backend; got "
@@ -106,11 +106,11 @@ def check_device_arguments(
                 f"cupy.cuda.Device({int(value.device.id)}):` or copy the array to GPU "
                 f"{device_id} (cupy.asarray(x) under that device)"
             )
-        problem = _layout_problem(value, name in written)
+        problem = _layout_problem(value, param.name in written)
         if problem is not None:
             raise ArgumentError(f"argument {name!r} of {program}() {problem}")
         if value.size:
-            ranges[name] = _byte_range(
+            ranges[param.name] = _byte_range(
                 int(value.data.ptr), value.shape, value.strides, int(value.itemsize)
             )
     for stencil in ir.stencils:
@@ -118,8 +118,9 @@ def check_device_arguments(
             a, b = ranges.get(out), ranges.get(other)
             if a is not None and b is not None and a[0] < b[1] and b[0] < a[1]:
                 raise ArgumentError(
-                    f"{program}(): output {out!r} of {stencil.operator_name!r} shares memory "
-                    f"with {other!r} (their byte ranges overlap); a stencil cannot update an "
+                    f"{program}(): output {ir.shown(out)!r} of {stencil.operator_name!r} "
+                    f"shares memory with {ir.shown(other)!r} (their byte ranges overlap); a "
+                    "stencil cannot update an "
                     "array it reads (results would depend on the order of evaluation), so "
                     "pass a separate output array"
                 )

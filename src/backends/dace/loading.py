@@ -239,7 +239,8 @@ class SDFGProgram:
             shape, strides = tuple(value.shape), tuple(value.strides)
             if self._unit.get(param.name, False) and shape[-1] > 1 and strides[-1] != itemsize:
                 raise ArgumentError(
-                    f"argument {param.name!r} of {ir.name}(): this executable was compiled "
+                    f"argument {ir.shown(param.name)!r} of {ir.name}(): this executable was "
+                    "compiled "
                     "for arrays whose last dimension is contiguous; call the program itself "
                     "(it compiles a variant for other layouts)"
                 )

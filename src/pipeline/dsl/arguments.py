@@ -107,6 +107,8 @@ class ArgumentChecker:
 
     ir: ProgramIR
     _written: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
+    # Each parameter as the user writes it (a tuple's leaf as t[1]), for the messages.
+    _shown: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False)
     _domain_scalars: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
     _overlaps: tuple[tuple[tuple[int, int], ...], ...] = attrs.field(
         init=False, repr=False, eq=False
@@ -131,6 +133,7 @@ class ArgumentChecker:
             for stencil in self.ir.stencils
         )
         object.__setattr__(self, "_written", written)
+        object.__setattr__(self, "_shown", tuple(self.ir.shown(name) for name in names))
         object.__setattr__(self, "_domain_scalars", tuple(sorted(map(names.index, scalars))))
         object.__setattr__(self, "_overlaps", overlaps)
 
@@ -167,10 +170,11 @@ class ArgumentChecker:
         for index, param in enumerate(self.ir.params):
             value = args[index]
             if isinstance(param.type, FieldType):
-                self._check_field(program, param.name, param.type, value, device_type, namespace)
+                name = self._shown[index]
+                self._check_field(program, name, param.type, value, device_type, namespace)
                 if array_type is not None and not isinstance(value, array_type):
                     raise ArgumentError(
-                        f"argument {param.name!r} of {program}() must be a "
+                        f"argument {name!r} of {program}() must be a "
                         f"{array_type.__module__}.{array_type.__qualname__} for this backend; got "
                         f"{type(value).__module__}.{type(value).__qualname__} (convert it with "
                         "numpy.asarray, or allocate with allocators.zeros(..., allocator=<the "
@@ -179,10 +183,10 @@ class ArgumentChecker:
                 if isinstance(value, np.ndarray):
                     problem = layout_problem(value, param.name in self._written)
                     if problem is not None:
-                        raise ArgumentError(f"argument {param.name!r} of {program}() {problem}")
+                        raise ArgumentError(f"argument {name!r} of {program}() {problem}")
                 shapes.append(tuple(value.shape))
             else:
-                _check_scalar(program, param.name, param.type.dtype, value)
+                _check_scalar(program, self._shown[index], param.type.dtype, value)
                 shapes.append(None)
         key = (*shapes, *(int(args[i]) for i in self._domain_scalars))
         non_empty = self._accepted_domains.get(key)
@@ -283,7 +287,7 @@ class ArgumentChecker:
         for out, other in pairs:
             a, b = args[out], args[other]
             if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and shares_element(a, b):
-                names = self.names
+                names = self._shown
                 raise ArgumentError(
                     f"{self.ir.name}(): output {names[out]!r} of {stencil.operator_name!r} "
                     f"shares memory with {names[other]!r}; a stencil cannot update an array it "
@@ -326,7 +330,8 @@ class ArgumentChecker:
                 where = f" (line {target.loc.line} of {target.loc.filename})" if target.loc else ""
                 raise DomainError(
                     f"{program}(): the call of {stencil.operator_name!r}{where} writes "
-                    f"{target.name!r} on a domain outside it: {problem}; change domain= or "
+                    f"{self.ir.shown(target.name)!r} on a domain outside it: {problem}; change "
+                    "domain= or "
                     "pass a larger array"
                 )
             for dim, bounds in zip(target_type.dim_names, resolved, strict=True):
@@ -334,11 +339,11 @@ class ArgumentChecker:
                     raise DomainError(
                         f"{program}(): the outputs of {stencil.operator_name!r} disagree on "
                         f"their domain along {dim}: {first_output!r} covers "
-                        f"{domain[dim][0]}:{domain[dim][1]}, {target.name!r} covers "
+                        f"{domain[dim][0]}:{domain[dim][1]}, {self.ir.shown(target.name)!r} covers "
                         f"{bounds[0]}:{bounds[1]}; give all outputs the same domain"
                     )
                 domain[dim] = bounds
-            first_output = first_output or target.name
+            first_output = first_output or self.ir.shown(target.name)
         return domain
 
     def _check_reach(
@@ -350,6 +355,7 @@ class ArgumentChecker:
         """Every field the stencil reads covers the domain plus the stencil's reach."""
         for extent in stencil.extents:
             shape = shapes[extent.name]
+            shown = self.ir.shown(extent.name)
             for axis, bound in enumerate(extent.dims):
                 if bound.dim not in domain:
                     continue
@@ -367,11 +373,11 @@ class ArgumentChecker:
                     if n
                 )
                 raise DomainError(
-                    f"{self.ir.name}(): field {extent.name!r} is too small along {bound.dim} "
+                    f"{self.ir.name}(): field {shown!r} is too small along {bound.dim} "
                     f"for {stencil.operator_name!r}: the output domain {start}:{stop} plus the "
                     f"stencil's reach ({bound.lower:+d}, {bound.upper:+d}) needs indices "
-                    f"{low}:{high}, but {extent.name!r} has {size} point(s); missing halo: "
-                    f"{where}. Shrink the output slice or pass a larger {extent.name!r}"
+                    f"{low}:{high}, but {shown!r} has {size} point(s); missing halo: "
+                    f"{where}. Shrink the output slice or pass a larger {shown!r}"
                 )
 
     def _check_guarded_reach(
@@ -387,6 +393,7 @@ class ArgumentChecker:
             if needed is None:
                 continue
             field_type = self.ir.param(read.name).type
+            shown = self.ir.shown(read.name)
             assert isinstance(field_type, FieldType)
             for axis, dim in enumerate(field_type.dim_names):
                 low, high = needed.get(dim, (0, 0))
@@ -394,12 +401,12 @@ class ArgumentChecker:
                 if low >= 0 and high <= size:
                     continue
                 raise DomainError(
-                    f"{self.ir.name}(): field {read.name!r} is too small along {dim} for "
+                    f"{self.ir.name}(): field {shown!r} is too small along {dim} for "
                     f"{stencil.operator_name!r}: where {read.region} holds, it is read at "
                     f"{dict(read.offsets)}, which needs indices {low}:{high} of the output "
-                    f"domain {domain[dim][0]}:{domain[dim][1]}, but {read.name!r} has {size} "
+                    f"domain {domain[dim][0]}:{domain[dim][1]}, but {shown!r} has {size} "
                     f"point(s). Shrink the output slice, change the condition, or pass a "
-                    f"larger {read.name!r}"
+                    f"larger {shown!r}"
                 )
 
 

@@ -23,10 +23,12 @@ import attrs
 from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
-from pipeline.dsl.types import Dimension
+from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
+from pipeline.dsl.types import Dimension, record_of
 from pipeline.errors import SourceError
 from pipeline.staged import Lowered
 
@@ -88,11 +90,15 @@ def current_output_domain() -> dict[str, tuple[int, int]] | None:
 
 
 def _flattened(value: Any) -> tuple[Any, ...]:
-    """The leaves of nested tuples, in order (``None``: none; anything else: itself)."""
+    """The leaves of nested tuples and named collections (dataclass instances by their
+    fields), in order (``None``: none; anything else: itself)."""
     if value is None:
         return ()
     if isinstance(value, tuple):
         return tuple(leaf for item in value for leaf in _flattened(item))
+    record = record_of(type(value))
+    if record is not None:
+        return tuple(leaf for item in record.values(value) for leaf in _flattened(item))
     return (value,)
 
 
@@ -102,7 +108,7 @@ def _in_domain(out: Any, domain: Any) -> Any:
     if not isinstance(domain, dict):
         return out
     bounds = {dim.name: (int(lo), int(hi)) for dim, (lo, hi) in domain.items()}
-    if isinstance(out, tuple):
+    if isinstance(out, tuple) or record_of(type(out)) is not None:
         return tuple(o.__dsl_domain__(bounds) for o in _flattened(out))
     return out.__dsl_domain__(bounds)
 
@@ -175,6 +181,9 @@ class _Definition:
     # The frontend's parameter names, kept from the first frontend output this object sees:
     # keywords are bound by them without running the frontend step at every call.
     _parameter_names: list[tuple[str, ...]] = attrs.field(factory=list, init=False, repr=False)
+    # The parameters' nesting from their annotations, kept once read: None for a program
+    # without tuple parameters, whose arguments go to the executable as they are.
+    _nesting: list[Nesting | None] = attrs.field(factory=list, init=False, repr=False)
 
     kind = "program"
 
@@ -247,8 +256,28 @@ class _Definition:
 
     def _remembered(self, program: CompilableProgram) -> CompilableProgram:
         if not self._parameter_names:
-            self._parameter_names.append(tuple(STENCIL_CALLS.parameters(program)))
+            # Keywords bind parameters as written: a tuple parameter by its own name.
+            self._parameter_names.append(tuple(name for name, _ in program.ir.written))
         return program
+
+    def _tuple_nesting(self) -> Nesting | None:
+        """The parameters' nesting if any is a tuple, else None (read once)."""
+        if not self._nesting:
+            try:
+                nesting = parameter_nesting(self.function)
+            except (SourceError, NameError):
+                return None  # the frontend reports the annotation, located
+            self._nesting.append(nesting if has_tuples(nesting) else None)
+        return self._nesting[0]
+
+    def _leaves(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``args`` as the executables take them: a tuple argument's leaves one by one.
+
+        Raises:
+            ArgumentError: a tuple argument not nested as its parameter's annotation.
+        """
+        nesting = self._tuple_nesting()
+        return args if nesting is None else flatten_arguments(self.name, nesting, args)
 
     def _parameters(self) -> tuple[str, ...]:
         """The frontend's parameter names (the frontend runs on the first use only)."""
@@ -259,7 +288,7 @@ class _Definition:
     def _lower(
         self, definition: ProgramDefinition, args: tuple[Any, ...]
     ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        lowered = Lowered.of(self._dispatcher, definition, args)
+        lowered = Lowered.of(self._dispatcher, definition, self._leaves(args) if args else args)
         self._remembered(lowered.program)
         return lowered
 
@@ -294,7 +323,22 @@ class Program(_Definition):
             result = fast(*args)
             if result is not NotImplemented:
                 return result
-        return dispatcher.call(self.definition, args)
+        return self._call(args)
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        """The call past a refusal of the fast entry (or without one): a program with tuple
+        parameters flattens its arguments and tries the fast entry again on the leaves."""
+        nesting = self._tuple_nesting()
+        dispatcher = self._dispatcher
+        if nesting is None:
+            return dispatcher.call(self.definition, args)
+        leaves = flatten_arguments(self.name, nesting, args)
+        fast = dispatcher.fast
+        if fast is not None and not metrics.ACTIVE:
+            result = fast(*leaves)
+            if result is not NotImplemented:
+                return result
+        return dispatcher.call(self.definition, leaves)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         return bind_arguments(self.name, self._parameters(), args, kwargs)
@@ -326,7 +370,8 @@ class Program(_Definition):
             return self.lower(*args, **kwargs).compile()
         from pipeline.runners import compile_in_background  # noqa: PLC0415  (runners imports us)
 
-        return compile_in_background(self, self._bind(args, kwargs) if kwargs else args, executor)
+        bound = self._bind(args, kwargs) if kwargs else args
+        return compile_in_background(self, self._leaves(bound) if bound else bound, executor)
 
 
 @attrs.frozen(eq=False)
@@ -358,7 +403,7 @@ class FieldOperator(_Definition):
         if kwargs:
             flat: dict[str, Any] = {}
             for key, value in kwargs.items():
-                if isinstance(value, tuple):
+                if isinstance(value, tuple) or record_of(type(value)) is not None:
                     flat.update({f"{key}__{i}": v for i, v in enumerate(_flattened(value))})
                 else:
                     flat[key] = value

@@ -1,11 +1,14 @@
-"""The DSL's type vocabulary: dimensions, offsets, dtypes and field types.
+"""The DSL's type vocabulary: dimensions, offsets, dtypes, field types and named collections.
 
-``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``.
+``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``. A dataclass or
+``typing.NamedTuple`` of fields and scalars is a tuple with field names: its ``Record``
+(the class and its fields in declaration order) rides on a ``Named`` tuple.
 """
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from typing import Any
 
 import attrs
@@ -18,7 +21,9 @@ __all__ = [
     "Dimension",
     "Field",
     "FieldType",
+    "Named",
     "Offset",
+    "Record",
     "ScalarType",
     "as_dtype",
     "bool_",
@@ -26,6 +31,7 @@ __all__ = [
     "float64",
     "int32",
     "int64",
+    "record_of",
 ]
 
 float32 = np.dtype("float32")
@@ -172,3 +178,77 @@ class _FieldFactory:
 
 
 Field = _FieldFactory()
+
+
+@attrs.frozen
+class Record:
+    """A named collection class: a dataclass or ``typing.NamedTuple``, and its fields in
+    declaration order. Classes compare by identity: two classes with the same fields are two
+    types, as in Python."""
+
+    cls: type
+    fields: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.cls.__name__
+
+    @property
+    def is_tuple(self) -> bool:
+        """Whether instances are tuples (a NamedTuple): indexed and unpacked as tuples are."""
+        return issubclass(self.cls, tuple)
+
+    def values(self, instance: object) -> tuple[Any, ...]:
+        """The field values of ``instance``, in order."""
+        return tuple(getattr(instance, field) for field in self.fields)
+
+    def build(self, values: tuple[Any, ...]) -> Any:
+        """An instance of the class with ``values``, in field order."""
+        return self.cls(*values)
+
+
+def record_of(value: object) -> Record | None:
+    """The ``Record`` of a dataclass or ``typing.NamedTuple`` class ``value``, else None."""
+    if not isinstance(value, type):
+        return None
+    if dataclasses.is_dataclass(value):
+        return Record(value, tuple(f.name for f in dataclasses.fields(value)))
+    fields = getattr(value, "_fields", None)
+    if issubclass(value, tuple) and isinstance(fields, tuple):
+        return Record(value, tuple(fields))
+    return None
+
+
+class Named(tuple):  # type: ignore[type-arg]
+    """A tuple whose items are a ``Record``'s fields: a nesting, names or values of a named
+    collection. It equals only a ``Named`` of the same class and items, so that a plain tuple
+    passed where a collection goes is refused as Python would fail on ``s.u``."""
+
+    record: Record
+
+    def __new__(cls, items: Any, record: Record) -> Named:
+        named = super().__new__(cls, items)
+        named.record = record
+        return named
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Named) and self.record == other.record and tuple.__eq__(self, other)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.record, tuple(self)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Named, (tuple(self), self.record))
+
+    def position(self, field: str) -> int:
+        """The position of ``field``; ValueError if the class has none."""
+        return self.record.fields.index(field)
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{f}={v!r}" for f, v in zip(self.record.fields, self, strict=True))
+        return f"{self.record.name}({items})"

@@ -5,8 +5,9 @@ reference (see :mod:`backends.conformance.corpus.cases`). Together the cases cov
 construct of the DSL: shifts (several in one call, asymmetric, in K), each arithmetic operator,
 each comparison, ``& | ~``, ``where`` (nested, with literals), every math builtin, ``astype``
 both ways, each dtype, scalar parameters of several dtypes, literals typed like NumPy 2 weak
-scalars, locals and shifted locals, inlined calls, tuple returns and parameters, fields of
-fewer dimensions broadcast against 3D ones, multi-call programs with temporaries, out slices
+scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of
+programs too), named collections (dataclasses and NamedTuples), fields of fewer dimensions
+broadcast against 3D ones, multi-call programs with temporaries, out slices
 and ``domain=``, scans, boundary conditions, 0-D fields, and the reference workloads
 ``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`, one module of features
 each; :data:`FEATURES` lists them in a fixed order.
@@ -19,6 +20,7 @@ checks that need a known program.
 from backends.conformance.corpus import (
     arithmetic,
     builtins,
+    collections_,
     composition,
     domains,
     dtypes,
@@ -37,7 +39,9 @@ from backends.conformance.corpus.cases import (
     K,
     MissingHalo,
     at,
+    copied,
     dom,
+    labelled_leaves,
     sentinel,
     tolerance,
 )
@@ -93,6 +97,8 @@ FEATURES: tuple[Feature, ...] = (
     composition.INLINED_CALLS,
     composition.MULTI_CALL_PROGRAMS,
     tuples.TUPLES,
+    tuples.TUPLE_PROGRAMS,
+    collections_.NAMED_COLLECTIONS,
     domains.BROADCASTING,
     domains.SHIFTS_AND_DOMAINS,
     domains.BOUNDARY_CONDITIONS,
@@ -123,8 +129,11 @@ def check_corpus() -> None:
     """
     for case in CASES:
         args = case.build()
-        before = {name: args[name].copy() for name in case.outputs}
+        before = {name: copied(args[name]) for name in case.outputs}
         case.reference(**args)
         for name in case.outputs:
-            assert args[name].dtype == before[name].dtype, case.name
-            assert not (args[name] == before[name]).all(), f"{case.name}: {name} unwritten"
+            pairs = zip(labelled_leaves(name, args[name]), labelled_leaves(name, before[name]),
+                        strict=True)
+            for (leaf, after), (_, prior) in pairs:
+                assert after.dtype == prior.dtype, case.name
+                assert not (after == prior).all(), f"{case.name}: {leaf} unwritten"

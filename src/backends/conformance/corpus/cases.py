@@ -19,6 +19,7 @@ import attrs
 import numpy as np
 
 from pipeline.dsl import Dimension, Field, bool_, float32, float64, int32, int64
+from pipeline.dsl.types import record_of
 
 __all__ = [
     "IJ",
@@ -45,9 +46,12 @@ __all__ = [
     "at_ij",
     "away_from_zero",
     "bools",
+    "copied",
     "dom",
     "floats",
     "ints",
+    "labelled_leaves",
+    "leaf_map",
     "nonzero_ints",
     "sentinel",
     "ties",
@@ -119,13 +123,16 @@ class Case:
         """Run the program on ``backend`` over the case's arguments and assert that every
         output matches the reference (``label`` names the run in a failure)."""
         host = self.build()
-        expected = {n: np.copy(v) if isinstance(v, np.ndarray) else v for n, v in host.items()}
+        expected = {name: copied(value) for name, value in host.items()}
         self.reference(**expected)
         self.program.with_backend(backend)(**host)
         for name in self.outputs:
-            rtol, atol = self.tolerance(expected[name].dtype)
-            np.testing.assert_allclose(host[name], expected[name], rtol=rtol, atol=atol,
-                                       err_msg=f"{self.name} {label}: {name}" if label else "")
+            pairs = zip(labelled_leaves(name, host[name]), labelled_leaves(name, expected[name]),
+                        strict=True)
+            for (leaf, got), (_, want) in pairs:
+                rtol, atol = self.tolerance(want.dtype)
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
+                                           err_msg=f"{self.name} {label}: {leaf}" if label else "")
 
 
 def tolerance(dtype: np.dtype) -> tuple[float, float]:
@@ -168,6 +175,40 @@ class MissingHalo:
     field: str
     dimension: str
     missing: int
+
+# --------------------------------------------------------------------------- nested arguments
+# A tuple parameter's argument is a tuple of arrays and scalars, nested as its annotation; a
+# named collection's is an instance of its dataclass or NamedTuple.
+
+
+def leaf_map(function: Callable[[Any], Any], value: Any) -> Any:
+    """``value`` with ``function`` applied to each leaf (a tuple's items, a collection's
+    fields, nested alike and of the same class)."""
+    record = record_of(type(value))
+    if record is not None:
+        return record.build(tuple(leaf_map(function, item) for item in record.values(value)))
+    if isinstance(value, tuple):
+        return tuple(leaf_map(function, item) for item in value)
+    return function(value)
+
+
+def copied(value: Any) -> Any:
+    """``value`` with each array leaf copied (scalars as they are)."""
+    return leaf_map(lambda leaf: np.copy(leaf) if isinstance(leaf, np.ndarray) else leaf, value)
+
+
+def labelled_leaves(name: str, value: Any) -> list[tuple[str, Any]]:
+    """The leaves of the argument ``name``, each labelled as the user reads it: ``t[1][0]``,
+    ``state.u``."""
+    record = record_of(type(value))
+    if record is not None:
+        return [pair for field, item in zip(record.fields, record.values(value), strict=True)
+                for pair in labelled_leaves(f"{name}.{field}", item)]
+    if isinstance(value, tuple):
+        return [pair for index, item in enumerate(value)
+                for pair in labelled_leaves(f"{name}[{index}]", item)]
+    return [(name, value)]
+
 
 # --------------------------------------------------------------------------- data and slicing
 

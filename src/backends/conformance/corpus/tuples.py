@@ -1,4 +1,4 @@
-"""Tuple returns, tuple parameters and nested tuple values.
+"""Tuple returns, tuple parameters and nested tuple values; programs' tuple parameters.
 
 Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
 annotations``, since the DSL reads the annotations.
@@ -16,6 +16,8 @@ from backends.conformance.corpus.cases import (
     Feature,
     I,
     IJKb,
+    J,
+    K,
     arguments,
     at,
     dom,
@@ -24,9 +26,11 @@ from pipeline.dsl import (
     field_operator,
     float64,
     program,
+    scan_operator,
 )
 
 TUPLES = Feature("tuples")
+TUPLE_PROGRAMS = Feature("tuple program parameters")
 
 # =========================================================================== tuple returns
 
@@ -187,3 +191,135 @@ TUPLES.add("tuple_result_over_different_dimensions", mixed_dimensions_program,
     arguments(a=F(), b=F(shape=SHAPE_2D), x=OUT(), y=OUT(shape=SHAPE_2D), z=OUT()),
     mixed_dimensions_reference, outputs=("x", "y", "z"))
 
+
+
+# =========================================================================== program parameters
+# A program's tuple parameter takes a tuple of arrays (and scalars), nested as its annotation;
+# its body passes the whole tuple, an item (t[1]) or a slice of a leaf (out[0][1:-1, :, :]).
+
+
+def _pair(make_first, make_second):
+    return lambda rng: (make_first(rng), make_second(rng))
+
+
+@field_operator
+def swapped(t: tuple[IJK, IJK]) -> tuple[IJK, IJK]:
+    return t[1], t[0] * 2.0
+
+
+@program
+def swap_tuple_program(t: tuple[IJK, IJK], out: tuple[IJK, IJK]):
+    swapped(t, out=out)
+
+
+def swap_tuple_reference(t, out):
+    out[0][...] = t[1]
+    out[1][...] = t[0] * 2.0
+
+
+TUPLE_PROGRAMS.add("tuple_parameter_passed_whole_to_whole_out", swap_tuple_program,
+    arguments(t=_pair(F(), F()), out=_pair(OUT(), OUT())), swap_tuple_reference,
+    outputs=("out",))
+
+
+@field_operator
+def weighted(t: tuple[IJK, tuple[IJK, float64]]) -> IJK:
+    return t[0] + t[1][0] * t[1][1]
+
+
+@field_operator
+def laplacian(a: IJK) -> IJK:
+    return -4.0 * a + a(I + 1) + a(I - 1) + a(J + 1) + a(J - 1)
+
+
+@program
+def nested_tuple_program(t: tuple[IJK, tuple[IJK, float64]], out: tuple[IJK, IJK]):
+    weighted(t, out=out[0])
+    laplacian(t[1][0], out=out[1][1:-1, 1:-1, :])
+
+
+def nested_tuple_reference(t, out):
+    a, (b, s) = t
+    out[0][...] = a + b * s
+    d = dom(b.shape, np.s_[1:-1, 1:-1, :])
+    out[1][d] = (-4.0 * at(b, d) + at(b, d, 1) + at(b, d, -1) + at(b, d, 0, 1)
+                 + at(b, d, 0, -1))
+
+
+TUPLE_PROGRAMS.add("nested_tuple_parameter_with_a_scalar_and_sliced_items", nested_tuple_program,
+    arguments(t=lambda rng: (F()(rng), (F()(rng), 1.5)), out=_pair(OUT(), OUT())),
+    nested_tuple_reference, outputs=("out",))
+
+
+@field_operator
+def difference(a: IJK, b: IJK) -> IJK:
+    return a - b
+
+
+@field_operator
+def pair_sum(pair: tuple[IJK, IJ]) -> IJK:
+    return pair[0] + pair[1]
+
+
+@program
+def tuple_items_program(t: tuple[IJK, IJK, IJ], c: IJK, out: tuple[IJK, IJK], last: IJK):
+    difference(t[0], t[-2], out=out[1])
+    pair_sum((c, t[2]), out=out[0][:, :, 1:])
+    pair_sum((t[1], t[-1]), out=last[:-1, :, :])
+
+
+def tuple_items_reference(t, c, out, last):
+    a, b, g = t
+    out[1][...] = a - b
+    out[0][:, :, 1:] = c[:, :, 1:] + g[:, :, None]
+    last[:-1] = b[:-1] + g[:-1, :, None]
+
+
+TUPLE_PROGRAMS.add("tuple_parameter_items_over_different_dimensions", tuple_items_program,
+    arguments(t=lambda rng: (F()(rng), F()(rng), F(shape=SHAPE_2D)(rng)), c=F(),
+              out=_pair(OUT(), OUT()), last=OUT()),
+    tuple_items_reference, outputs=("out", "last"))
+
+
+@field_operator
+def sum_and_product(a: IJK, b: IJK) -> tuple[IJK, IJK]:
+    return a + b, a * b
+
+
+@program
+def tuple_out_domain_program(t: tuple[IJK, IJK], out: tuple[IJK, IJK]):
+    sum_and_product(t[1], t[0], out=(out[1], out[0]), domain={I: (1, 8), K: (0, 4)})
+
+
+def tuple_out_domain_reference(t, out):
+    a, b = t
+    out[1][1:8, :, 0:4] = b[1:8, :, 0:4] + a[1:8, :, 0:4]
+    out[0][1:8, :, 0:4] = b[1:8, :, 0:4] * a[1:8, :, 0:4]
+
+
+TUPLE_PROGRAMS.add("tuple_out_items_reordered_with_domain", tuple_out_domain_program,
+    arguments(t=_pair(F(), F()), out=_pair(OUT(), OUT())), tuple_out_domain_reference,
+    outputs=("out",))
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def weighted_running_sum(total: float64, value: float64, weight: float64) -> float64:
+    return total * weight + value
+
+
+@program
+def tuple_scan_program(t: tuple[IJK, float64], out: tuple[IJK]):
+    weighted_running_sum(t[0], t[1], out=out[0][:, :-1, :])
+
+
+def tuple_scan_reference(t, out):
+    f, weight = t
+    total = np.zeros(f.shape[:2])
+    for k in range(f.shape[2]):
+        total = total * weight + f[:, :, k]
+        out[0][:, :-1, k] = total[:, :-1]
+
+
+TUPLE_PROGRAMS.add("tuple_parameter_items_through_a_scan", tuple_scan_program,
+    arguments(t=lambda rng: (F()(rng), 0.5), out=lambda rng: (OUT()(rng),)),
+    tuple_scan_reference, outputs=("out",))

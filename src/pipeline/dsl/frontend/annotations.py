@@ -12,14 +12,23 @@ import numpy as np
 
 from pipeline.dsl.errors import DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.source import FunctionSource, captured_values
-from pipeline.dsl.frontend.tuples import Names, component_names, is_tuple_type, name_leaves, shape
+from pipeline.dsl.frontend.tuples import (
+    Names,
+    component_names,
+    is_tuple_type,
+    name_leaves,
+    path_names,
+    record_types,
+    shape,
+)
 from pipeline.dsl.ir.nodes import Param, Type
-from pipeline.dsl.types import FieldType, ScalarType, as_dtype
+from pipeline.dsl.types import FieldType, ScalarType, as_dtype, record_of
 
 __all__ = [
     "carry_types",
     "describe_dtypes",
     "evaluated_annotations",
+    "parameter_nesting",
     "parameter_types",
     "result_types",
     "scan_init",
@@ -33,12 +42,14 @@ def parameter_types(
     *,
     first: int = 0,
     tuples: dict[str, Names] | None = None,
+    by_path: bool = False,
 ) -> tuple[Param, ...]:
     """The typed parameters of a DSL function from the ``first`` on, from its annotations.
 
-    With ``tuples`` (a field operator's), a ``tuple[...]`` annotation is one parameter per
-    leaf, named ``<name>__<i>`` (leaves numbered in order); ``tuples`` gets the names,
-    nested like the annotation.
+    With ``tuples`` (a field operator's or a program's), a ``tuple[...]`` annotation is one
+    parameter per leaf, named ``<name>__<i>`` (leaves numbered in order), or ``by_path``
+    (a program's) ``<name>__<i>__<j>`` for ``name[i][j]``; ``tuples`` gets the names, nested
+    like the annotation.
 
     Raises:
         DSLTypeError: a parameter without annotation, or with one that is not a field type
@@ -67,23 +78,42 @@ def parameter_types(
             )
         annotation = declared[arg.arg]
         node = arg.annotation or arg
+        _check_collections(annotation, source, node)
         if not is_tuple_type(annotation):
             params.append(Param(arg.arg, _as_type(annotation, source, node)))
             continue
         if tuples is None:
             raise source.error(
                 DSLTypeError,
-                f"parameter {arg.arg!r} is a tuple: tuple parameters are for field "
-                "operators; give a program one parameter per field",
+                f"parameter {arg.arg!r} is a tuple: a scan operator's point values are "
+                "scalars; pass the tuple's items one by one",
                 node,
             )
-        names = component_names(arg.arg, shape(annotation))
+        naming = path_names if by_path else component_names
+        names = naming(arg.arg, shape(annotation))
         tuples[arg.arg] = names
         params += [
             Param(n, _as_type(t, source, node))
             for n, t in zip(name_leaves(names), _flatten_type(annotation), strict=True)
         ]
     return tuple(params)
+
+
+def parameter_nesting(function: Callable[..., Any]) -> tuple[tuple[str, object], ...]:
+    """Each parameter of ``function`` with the nesting of its annotation (``shape``: None
+    for a field or scalar, a tuple of the items' nestings for a ``tuple[...]``), in order.
+
+    What a program's call flattens its arguments by, read without the frontend; the
+    frontend's IR nests its leaves (``ProgramIR.tuples``) alike.
+
+    Raises:
+        DSLNameError: a string annotation names something the namespace lacks.
+    """
+    code = function.__code__
+    declared = evaluated_annotations(function)
+    return tuple(
+        (name, shape(declared.get(name))) for name in code.co_varnames[: code.co_argcount]
+    )
 
 
 def evaluated_annotations(function: Callable[..., Any]) -> dict[str, Any]:
@@ -127,7 +157,10 @@ def _as_type(value: object, source: FunctionSource, node: ast.AST) -> Type:
 
 
 def _flatten_type(value: object) -> list[object]:
-    """The leaves of a (nested) ``tuple[...]`` annotation, in order."""
+    """The leaves of a (nested) ``tuple[...]`` or named collection annotation, in order."""
+    record = record_of(value)
+    if record is not None:
+        return [leaf for item in record_types(record) for leaf in _flatten_type(item)]
     if is_tuple_type(value):
         return [leaf for item in value.__args__ for leaf in _flatten_type(item)]  # type: ignore[attr-defined]
     return [value]
@@ -135,7 +168,52 @@ def _flatten_type(value: object) -> list[object]:
 
 def _items(annotation: object) -> tuple[object, ...]:
     """The items of a flat ``tuple[...]`` annotation; anything else as a tuple of one."""
-    return annotation.__args__ if is_tuple_type(annotation) else (annotation,)  # type: ignore[attr-defined]
+    if is_tuple_type(annotation) and record_of(annotation) is None:
+        return annotation.__args__  # type: ignore[attr-defined, no-any-return]
+    return (annotation,)
+
+
+def _check_collections(annotation: object, source: FunctionSource, node: ast.AST) -> None:
+    """Refuse a named collection in ``annotation`` (at any depth) whose field annotations
+    cannot be read, are not field types, dtypes or tuples of them, or whose field names hold
+    ``__`` (the separator of leaf names).
+
+    Raises:
+        DSLNameError: a field annotation names something the class's module lacks.
+        DSLTypeError: any other such collection, naming the class and the field.
+    """
+    record = record_of(annotation)
+    if record is None:
+        for item in getattr(annotation, "__args__", ()) if is_tuple_type(annotation) else ():
+            _check_collections(item, source, node)
+        return
+    try:
+        types = record_types(record)
+    except NameError as error:
+        raise source.error(
+            DSLNameError,
+            f"the field annotations of {record.name!r} cannot be evaluated ({error}); define "
+            "the types they name in the class's module",
+            node,
+        ) from error
+    for field, item in zip(record.fields, types, strict=True):
+        if "__" in field:
+            raise source.error(
+                DSLTypeError,
+                f"field {field!r} of {record.name!r}: a collection's field names cannot hold "
+                "'__' (it separates the leaves' names); rename it",
+                node,
+            )
+        if is_tuple_type(item):
+            _check_collections(item, source, node)
+        elif not isinstance(item, FieldType) and as_dtype(item) is None:
+            raise source.error(
+                DSLTypeError,
+                f"field {field!r} of {record.name!r} is annotated {item!r}: a collection "
+                "passed to the DSL holds fields (Field[[I, J], float64]), scalars (float64) "
+                "or tuples and collections of them",
+                node,
+            )
 
 
 def result_types(function: Callable[..., Any], source: FunctionSource) -> tuple[FieldType, ...]:
@@ -153,6 +231,7 @@ def result_types(function: Callable[..., Any], source: FunctionSource) -> tuple[
             "-> Field[[...], dtype] (or -> tuple[...] for several results)",
             node,
         )
+    _check_collections(declared["return"], source, node)
     result = []
     for item in _flatten_type(declared["return"]):
         if not isinstance(item, FieldType):

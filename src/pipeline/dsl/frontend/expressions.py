@@ -27,6 +27,7 @@ from pipeline.dsl.frontend.tuples import (
     as_tuple_shape,
     describe_shape,
     leaves,
+    like,
     name_leaves,
     nest,
     shape,
@@ -48,9 +49,9 @@ from pipeline.dsl.ir.nodes import (
 )
 from pipeline.dsl.passes.traversal import walk
 from pipeline.dsl.stages import ProgramDefinition
-from pipeline.dsl.types import Dimension, ScalarType
+from pipeline.dsl.types import Dimension, Named, Record, ScalarType, record_of
 
-__all__ = ["ExpressionParser", "OperatorParsers"]
+__all__ = ["ExpressionParser", "OperatorParsers", "not_a_tuple"]
 
 @attrs.frozen
 class OperatorParsers:
@@ -96,6 +97,8 @@ class ExpressionParser:
                 raise self.error(DSLSyntaxError, f"literal {value!r} is not a number or bool", node)
             case ast.Name(id=name) if self.names.is_variable(name):
                 return Ref(self.scope.current(name), loc=loc)
+            case ast.Attribute(value=base) if self._holds_values(base):
+                return self._single(node, self.structured(node))
             case ast.Name() | ast.Attribute():
                 return self._constant(self.names.resolve_constant(node), node)
             case ast.UnaryOp() | ast.BinOp() | ast.Compare() | ast.BoolOp():
@@ -154,7 +157,10 @@ class ExpressionParser:
 
     def _item(self, node: ast.Subscript) -> Expr:
         """``t[i]`` of a tuple, where a single value is needed."""
-        item = self.structured(node)
+        return self._single(node, self.structured(node))
+
+    def _single(self, node: ast.expr, item: Expr | Values) -> Expr:
+        """``item``, the value of ``node``, where a single value is needed."""
         if isinstance(item, tuple):
             text = ast.unparse(node)
             raise self.error(
@@ -201,6 +207,8 @@ class ExpressionParser:
         callee = node.func
         if isinstance(callee, ast.Name) and self.names.is_variable(callee.id):
             return self._shifted_variable(node, callee)
+        if isinstance(callee, ast.Attribute) and self._holds_values(callee.value):
+            return self._shifted_expression(node)  # a collection's field, shifted: s.u(I + 1)
         value = self.names.callee(callee)
         if value is MISSING:
             return self._shifted_expression(node)
@@ -269,8 +277,13 @@ class ExpressionParser:
             if not isinstance(items, tuple) or shape(items) != nesting:
                 raise self.error(
                     DSLTypeError,
-                    f"argument {name!r} of {called.name!r} is a tuple "
-                    f"{describe_shape(nesting)}; pass a tuple of that form, like (a, b)",
+                    f"argument {name!r} of {called.name!r} is "
+                    + (
+                        f"a {describe_shape(nesting)}; pass a {nesting.record.name}"
+                        if isinstance(nesting, Named)
+                        else f"a tuple {describe_shape(nesting)}; pass a tuple of that form, "
+                        "like (a, b)"
+                    ),
                     argument,
                 )
             flat += leaves(items)
@@ -295,8 +308,15 @@ class ExpressionParser:
                 tuple_index(index_node) is not None
             ):
                 return self._tuple_item(node, self.structured(base), tuple_index(index_node))
-            case ast.Call(func=ast.Name() | ast.Attribute() as callee):
+            case ast.Attribute(value=base, attr=field) if self._holds_values(base):
+                return self._field(node, self.structured(base), field)
+            case ast.Call(func=ast.Name() | ast.Attribute() as callee) if not (
+                isinstance(callee, ast.Attribute) and self._holds_values(callee.value)
+            ):
                 value = self.names.resolve_constant(callee)
+                record = record_of(value)
+                if record is not None:
+                    return self._collection(node, record)
                 results = self._tuple_results(node, value, loc)
                 if results is not None:
                     return results
@@ -307,6 +327,8 @@ class ExpressionParser:
     ) -> Expr | Values:
         if not isinstance(items, tuple):
             raise self._subscript_error(node)
+        if isinstance(items, Named) and not items.record.is_tuple:
+            raise self.error(DSLTypeError, not_a_tuple(items, ast.unparse(node.value)), node)
         assert index is not None
         if not -len(items) <= index < len(items):
             raise self.error(
@@ -316,6 +338,50 @@ class ExpressionParser:
                 node,
             )
         return items[index]
+
+    def _holds_values(self, node: ast.expr) -> bool:
+        """Whether ``node`` is an expression of values (a local, a call, an item or field of
+        one), not a chain of module attributes like ``math.pi``."""
+        if isinstance(node, ast.Name):
+            return self.names.is_variable(node.id) or node.id in self.scope.tuples
+        if isinstance(node, ast.Call):
+            return True
+        if isinstance(node, ast.Subscript | ast.Attribute):
+            return self._holds_values(node.value)
+        return False
+
+    def _field(self, node: ast.Attribute, items: Expr | Values, field: str) -> Expr | Values:
+        """``s.u`` of a named collection ``s``."""
+        if not isinstance(items, tuple):
+            raise self.error(
+                DSLSyntaxError,
+                f"attribute access on fields is not supported (.{field}); fields have no "
+                "attributes inside a field operator (a dataclass or NamedTuple of fields has "
+                "its fields as attributes)",
+                node,
+            )
+        if not isinstance(items, Named):
+            raise self.error(
+                DSLTypeError,
+                f"{ast.unparse(node.value)!r} is a tuple: it has no attribute {field!r} (only "
+                "a dataclass or NamedTuple of fields has its fields as attributes)",
+                node,
+            )
+        if field not in items.record.fields:
+            raise self.error(
+                DSLTypeError,
+                f"{items.record.name!r} has no field {field!r}; its fields are "
+                f"{', '.join(items.record.fields)}",
+                node,
+            )
+        item: Expr | Values = items[items.position(field)]
+        return item
+
+    def _collection(self, node: ast.Call, record: Record) -> Values:
+        """``State(u=a, v=b)`` or ``State(a, b)``: a named collection of the values given."""
+        fields = list(record.fields)
+        arguments = call_arguments(node, record.name, fields, node.keywords, self.source)
+        return Named([self.structured(a) for a in arguments], record)
 
     def _tuple_results(
         self, node: ast.Call, value: object, loc: SourceLocation
@@ -331,10 +397,10 @@ class ExpressionParser:
         return None
 
     def _reads(self, names: Names, loc: SourceLocation | None) -> Values:
-        return tuple(
+        return like(names, [
             self._reads(n, loc) if isinstance(n, tuple) else Ref(self.scope.current(n), loc=loc)
             for n in names
-        )
+        ])
 
     def scan_call(self, node: ast.Call, value: object) -> tuple[ScanOperatorIR, tuple[Expr, ...]]:
         """The scan operator ``value`` called by ``node``, and its point arguments."""
@@ -352,13 +418,22 @@ class ExpressionParser:
         in ``body`` (the inliner unpacks such a call) and return reads of them, nested
         like the operator's return annotation; else None."""
         operator = self.operators.field_operator(callee.definition)  # type: ignore[attr-defined]
-        if len(operator.result_types) < 2:
+        function = callee.definition.function  # type: ignore[attr-defined]
+        declared = evaluated_annotations(function)["return"]
+        if len(operator.result_types) < 2 and record_of(declared) is None:
             return None
         call = self.expr(node)
         number = self.scope.fresh()
         names = tuple(f"{operator.name}__r{number}_{i}" for i in range(len(operator.result_types)))
         targets = self.scope.bind(names)
         self.body.append(Assign(targets, call, loc=loc))
-        function = callee.definition.function  # type: ignore[attr-defined]
-        declared = evaluated_annotations(function)["return"]
         return nest(as_tuple_shape(shape(declared)), [Ref(t, loc=loc) for t in targets])
+
+
+def not_a_tuple(items: Named, written: str) -> str:
+    """Why a dataclass value is not indexed or unpacked: Python would refuse it too."""
+    return (
+        f"{written!r} is a {items.record.name}, a dataclass: read its fields by name "
+        f"({written}.{items.record.fields[0]}); only a NamedTuple is indexed and unpacked "
+        "as a tuple"
+    )

@@ -15,9 +15,10 @@ from pipeline.dsl.frontend.expressions import ExpressionParser
 from pipeline.dsl.frontend.indices import bound
 from pipeline.dsl.frontend.names import is_field_operator, is_scan_operator
 from pipeline.dsl.frontend.operators import body_parser, parse_field_operator, parse_scan_operator
+from pipeline.dsl.frontend.program_tuples import ProgramTuples, resolved_leaves
 from pipeline.dsl.frontend.source import function_source
 from pipeline.dsl.frontend.statements import without_docstring
-from pipeline.dsl.frontend.tuples import as_tuple_shape, describe_shape, flat_items, shape
+from pipeline.dsl.frontend.tuples import Names, as_tuple_shape, describe_shape, shape
 from pipeline.dsl.ir.nodes import (
     Expr,
     FieldOperatorIR,
@@ -53,9 +54,19 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
         return _direct_call_program(definition)
     function = definition.function
     source = function_source(function)
-    params = parameter_types(function, source)
+    tuples: dict[str, Names] = {}
+    params = parameter_types(function, source, tuples=tuples, by_path=True)
     by_name = {p.name: p.type for p in params}
+    if len(by_name) < len(params):
+        clash = next(p.name for p in params if [q.name for q in params].count(p.name) > 1)
+        raise source.error(
+            DSLTypeError,
+            f"the parameter {clash!r} has the name of a tuple parameter's leaf (a leaf "
+            "t[1][0] is named t__1__0); rename it",
+            source.function_def,
+        )
     parser = body_parser(definition, source, by_name)
+    program_tuples = ProgramTuples(source, tuples, parser.names.resolve_constant)
     stencils = []
     for statement in without_docstring(source.function_def.body):
         if isinstance(statement, ast.Pass):
@@ -67,7 +78,7 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
                 "op(a, b, out=out[1:-1, 1:-1, :])",
                 statement,
             )
-        stencils.append(_parse_stencil_call(statement.value, parser, by_name))
+        stencils.append(_parse_stencil_call(statement.value, parser, by_name, program_tuples))
     if not stencils:
         raise source.error(
             DSLSyntaxError,
@@ -75,12 +86,16 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
             source.function_def,
         )
     return ProgramIR(
-        function.__name__, params, tuple(stencils), loc=source.location(source.function_def)
+        function.__name__,
+        params,
+        tuple(stencils),
+        program_tuples.ir_tuples(),
+        loc=source.location(source.function_def),
     )
 
 
 def _parse_stencil_call(
-    node: ast.Call, parser: ExpressionParser, params: Mapping[str, Type]
+    node: ast.Call, parser: ExpressionParser, params: Mapping[str, Type], tuples: ProgramTuples
 ) -> Stencil:
     """One call of a program: the stencil computing the callee into its ``out=`` fields."""
     source = parser.source
@@ -102,8 +117,10 @@ def _parse_stencil_call(
     declared = (
         {} if is_scan_operator(callee) else evaluated_annotations(callee.definition.function)  # type: ignore[attr-defined]
     )
-    outputs = _outputs(node, operator.name, result_count, parser, params, declared.get("return"))
-    args = _stencil_arguments(node, operator, parser, params, declared)
+    outputs = _outputs(
+        node, operator.name, result_count, parser, params, tuples, declared.get("return")
+    )
+    args = _stencil_arguments(node, operator, parser, params, tuples, declared)
     loc = source.location(node)
     results: tuple[Expr, ...]
     if isinstance(operator, ScanOperatorIR):
@@ -119,6 +136,7 @@ def _outputs(
     result_count: int,
     parser: ExpressionParser,
     params: Mapping[str, Type],
+    tuples: ProgramTuples,
     returns: object = None,
 ) -> tuple[OutputTarget, ...]:
     """The output targets of a call of the operator ``name``, from its ``out=`` and
@@ -133,7 +151,10 @@ def _outputs(
             node,
         )
     out_node = keywords["out"].value
-    outputs = tuple(_output_target(item, parser, params) for item in flat_items(out_node))
+    resolved = tuples.resolve(out_node)
+    outputs = tuple(
+        _output_target(item, parser, params, tuples) for item in resolved_leaves(resolved)
+    )
     if len(outputs) != result_count:
         raise source.error(
             DSLTypeError,
@@ -141,16 +162,16 @@ def _outputs(
             out_node,
         )
     nesting = as_tuple_shape(shape(returns))
-    if returns is not None and as_tuple_shape(shape(out_node)) != nesting:
+    if returns is not None and as_tuple_shape(shape(resolved)) != nesting:
         raise source.error(
             DSLTypeError,
             f"{name!r} returns {describe_shape(nesting)} but out= is nested as "
-            f"{describe_shape(as_tuple_shape(shape(out_node)))}; nest out= as the results are, "
+            f"{describe_shape(as_tuple_shape(shape(resolved)))}; nest out= as the results are, "
             "as in Python's unpacking",
             out_node,
         )
     if "domain" in keywords:
-        outputs = _with_domain(outputs, keywords["domain"].value, parser, params)
+        outputs = _with_domain(outputs, keywords["domain"].value, parser, params, tuples)
     return outputs
 
 
@@ -159,10 +180,13 @@ def _stencil_arguments(
     operator: FieldOperatorIR | ScanOperatorIR,
     parser: ExpressionParser,
     params: Mapping[str, Type],
+    tuples: ProgramTuples,
     declared: Mapping[str, object],
 ) -> tuple[Expr, ...]:
     """The arguments of a program's call of ``operator``: program parameters (a tuple
-    parameter's fields one by one, nested as its annotation in ``declared``) or constants."""
+    argument's leaves one by one, nested as the operator's annotation in ``declared``) or
+    constants. A tuple argument is written as a tuple, or is a program's tuple parameter or
+    an item of one (``t``, ``t[1]``)."""
     source = parser.source
     keyword_args = [k for k in node.keywords if k.arg not in {"out", "domain"}]
     signature = (
@@ -174,24 +198,32 @@ def _stencil_arguments(
     grouped = call_arguments(node, operator.name, names, keyword_args, source)
     arguments: list[ast.expr] = []
     for (name, parts), arg in zip(signature, grouped, strict=True):
+        value = tuples.resolve(arg)
         if parts is None:
-            arguments.append(arg)
+            if isinstance(value, tuple):
+                raise source.error(
+                    DSLTypeError,
+                    f"argument {name!r} of {operator.name!r} is one field or scalar, but "
+                    f"{ast.unparse(arg)!r} is a tuple; pass one of its items",
+                    arg,
+                )
+            arguments.append(value)
             continue
-        items = flat_items(arg)
-        if not isinstance(arg, ast.Tuple) or len(items) != len(parts):
+        items = resolved_leaves(value)
+        if not isinstance(value, tuple) or len(items) != len(parts):
             raise source.error(
                 DSLTypeError,
                 f"argument {name!r} of {operator.name!r} is a tuple of {len(parts)} field(s); "
-                "pass a tuple of program parameters, like (a, b)",
+                "pass a tuple of program parameters, like (a, b), or a tuple parameter",
                 arg,
             )
         nesting = shape(declared.get(name))
-        if name in declared and shape(arg) != nesting:
+        if name in declared and shape(value) != nesting:
             raise source.error(
                 DSLTypeError,
                 f"argument {name!r} of {operator.name!r} is nested as "
                 f"{describe_shape(nesting)}, but this tuple is nested as "
-                f"{describe_shape(shape(arg))}; nest it alike",
+                f"{describe_shape(shape(value))}; nest it alike",
                 arg,
             )
         arguments += items
@@ -215,22 +247,23 @@ def _stencil_argument(
 
 
 def _output_target(
-    node: ast.expr, parser: ExpressionParser, params: Mapping[str, Type]
+    node: ast.expr, parser: ExpressionParser, params: Mapping[str, Type], tuples: ProgramTuples
 ) -> OutputTarget:
     source = parser.source
     base, slice_node = (node.value, node.slice) if isinstance(node, ast.Subscript) else (node, None)
     if not (isinstance(base, ast.Name) and base.id in params):
         raise source.error(DSLSyntaxError, "out= must name a field parameter of the program", node)
     target_type = params[base.id]
+    shown = tuples.shown(base.id)
     if not isinstance(target_type, FieldType):
-        raise source.error(DSLTypeError, f"out= names {base.id!r}, which is a scalar", node)
+        raise source.error(DSLTypeError, f"out= names {shown!r}, which is a scalar", node)
     rank = len(target_type.dims)
     if slice_node is None:
         return OutputTarget(base.id, ((None, None),) * rank, loc=source.location(node))
     items = slice_node.elts if isinstance(slice_node, ast.Tuple) else [slice_node]
     if len(items) > rank:
         raise source.error(
-            DSLTypeError, f"{base.id!r} has {rank} dimension(s) but is sliced in {len(items)}", node
+            DSLTypeError, f"{shown!r} has {rank} dimension(s) but is sliced in {len(items)}", node
         )
     slices = []
     for item in items:
@@ -259,6 +292,7 @@ def _with_domain(
     node: ast.expr,
     parser: ExpressionParser,
     params: Mapping[str, Type],
+    tuples: ProgramTuples,
 ) -> tuple[OutputTarget, ...]:
     """``outputs`` restricted to ``domain={I: (lo, hi), ...}``: absolute indices of the
     outputs, integers or integer scalar parameters (plus or minus an integer)."""
@@ -271,7 +305,8 @@ def _with_domain(
         if missing:
             raise parser.error(
                 DSLTypeError,
-                f"domain= bounds {', '.join(missing)}, but out field {target.name!r} has "
+                f"domain= bounds {', '.join(missing)}, but out field "
+                f"{tuples.shown(target.name)!r} has "
                 f"dimensions ({', '.join(target_type.dim_names)})",
                 node,
             )
@@ -282,7 +317,8 @@ def _with_domain(
             if slices[axis] != (None, None):
                 raise parser.error(
                     DSLSyntaxError,
-                    f"{target.name!r} is sliced along {name} and domain= bounds {name} too; "
+                    f"{tuples.shown(target.name)!r} is sliced along {name} and domain= "
+                    f"bounds {name} too; "
                     "give the output domain once",
                     node,
                 )

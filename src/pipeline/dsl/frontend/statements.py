@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from pipeline.dsl.builtins import SCALAR_CHOICE
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
-from pipeline.dsl.frontend.expressions import ExpressionParser
+from pipeline.dsl.frontend.expressions import ExpressionParser, not_a_tuple
 from pipeline.dsl.frontend.scope import Scope
 from pipeline.dsl.frontend.tuples import (
     Names,
@@ -28,6 +28,7 @@ from pipeline.dsl.frontend.tuples import (
 )
 from pipeline.dsl.ir.nodes import Assign, Call, ConcatWhere, Expr, Ref, SourceLocation
 from pipeline.dsl.passes.traversal import substitute, walk
+from pipeline.dsl.types import Named
 
 __all__ = ["parse_block", "without_docstring"]
 
@@ -168,6 +169,8 @@ def _unpack(
             )
         case ast.Tuple(elts=targets):
             assert isinstance(value, tuple)
+            if isinstance(value, Named) and not value.record.is_tuple:
+                raise source.error(DSLTypeError, not_a_tuple(value, "the value"), target)
             if len(targets) != len(value):
                 inner = any(isinstance(item, tuple) for item in value)
                 raise source.error(

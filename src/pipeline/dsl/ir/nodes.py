@@ -16,13 +16,14 @@ moving a definition in its file does not change its IR.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeAlias
 
 import attrs
 import numpy as np
 
 from pipeline.dsl.regions import Bound, Region
-from pipeline.dsl.types import FieldType, ScalarType
+from pipeline.dsl.types import FieldType, Named, ScalarType
 
 __all__ = [
     "Assign",
@@ -36,6 +37,7 @@ __all__ = [
     "FieldOperatorIR",
     "GuardedRead",
     "Literal",
+    "Names",
     "OperatorCall",
     "OutputTarget",
     "Param",
@@ -47,9 +49,12 @@ __all__ = [
     "Stencil",
     "Type",
     "UnaryOp",
+    "shown_parameter",
 ]
 
 Type: TypeAlias = FieldType | ScalarType
+# The leaves' names of a tuple-typed parameter, nested as its annotation.
+Names: TypeAlias = tuple["str | Names", ...]
 
 
 @attrs.frozen
@@ -311,12 +316,19 @@ class Stencil:
 class ProgramIR:
     """A program: its parameters and the stencils it runs in order.
 
-    ``repr`` is one line; ``str`` prints the whole program.
+    ``params`` are flat, one per field or scalar: a tuple-typed parameter ``t`` is one
+    parameter per leaf, named by its path (``t__0``, ``t__1__0`` for ``t[1][0]``);
+    ``tuples`` holds, per such parameter as written, its leaves' names nested as its
+    annotation. The nesting is left out of equality and fingerprints, as locations are:
+    translations read the leaves alone (whose names carry their paths), so a program compiles
+    to the same code whether its leaves were written as tuples or not. ``repr`` is one line;
+    ``str`` prints the whole program.
     """
 
     name: str
     params: tuple[Param, ...]
     stencils: tuple[Stencil, ...]
+    tuples: tuple[tuple[str, Names], ...] = attrs.field(default=(), eq=False)
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
     def param(self, name: str) -> Param:
@@ -326,6 +338,25 @@ class ProgramIR:
                 return param
         raise KeyError(name)
 
+    @property
+    def written(self) -> tuple[tuple[str, Names | None], ...]:
+        """The parameters as the user wrote them, in order: each name, with its leaves
+        nested as its annotation if it is a tuple (None otherwise)."""
+        tuples = dict(self.tuples)
+        owners = {leaf: name for name, names in self.tuples for leaf in _name_leaves(names)}
+        result: list[tuple[str, Names | None]] = []
+        for param in self.params:
+            owner = owners.get(param.name)
+            if owner is None:
+                result.append((param.name, None))
+            elif not result or result[-1][0] != owner:
+                result.append((owner, tuples[owner]))
+        return tuple(result)
+
+    def shown(self, name: str) -> str:
+        """Parameter ``name`` as the user writes it: a tuple's leaf as ``t[1][0]``."""
+        return shown_parameter(name, self.tuples)
+
     def __repr__(self) -> str:
         return f"ProgramIR({self.name}, {len(self.params)} params, {len(self.stencils)} stencil(s))"
 
@@ -333,6 +364,41 @@ class ProgramIR:
         from pipeline.dsl.ir.printer import format_program  # noqa: PLC0415  (printer imports nodes)
 
         return format_program(self)
+
+
+def _name_leaves(names: Names) -> tuple[str, ...]:
+    return tuple(
+        leaf
+        for item in names
+        for leaf in (_name_leaves(item) if isinstance(item, tuple) else (item,))
+    )
+
+
+def shown_parameter(name: str, tuples: Iterable[tuple[str, Names]]) -> str:
+    """Leaf parameter ``name`` as the user writes it, ``t[1][0]``, given the tuple parameters
+    ``tuples`` (as ``ProgramIR.tuples``); any other name as it is."""
+    for written, names in tuples:
+        path = _path_of(name, names)
+        if path is not None:
+            return written + path
+    return name
+
+
+def _path_of(name: str, names: Names) -> str | None:
+    """The indexing (``[1][0]``) that reaches leaf ``name`` in ``names``; None if absent."""
+    steps = (
+        [f".{field}" for field in names.record.fields]
+        if isinstance(names, Named)
+        else [f"[{index}]" for index in range(len(names))]
+    )
+    for step, item in zip(steps, names, strict=True):
+        if item == name:
+            return step
+        if isinstance(item, tuple):
+            inner = _path_of(name, item)
+            if inner is not None:
+                return step + inner
+    return None
 
 
 def combine_offsets(
