@@ -91,6 +91,23 @@ def test_tuple_parameters_run_positionally_and_by_keyword(
         np.testing.assert_array_equal(to_numpy(y), a)
 
 
+def test_the_leaves_passed_flat_are_refused_also_after_a_call_that_ran(
+    dsl_backend, to_backend_array, bind_program
+):
+    """The executable takes the leaves, but the program takes tuples: after a nested call
+    ran (and its fast entry remembers those arrays), the same arrays passed flat, or by
+    their leaves' names, are refused as Python would refuse them."""
+    _, (a_b, b_b) = _arrays(2, to_backend_array, dsl_backend)
+    x, y = (to_backend_array(np.zeros(SHAPE), dsl_backend) for _ in range(2))
+    swapping = bind_program(swap_program, dsl_backend)
+    for _ in range(2):
+        swapping((a_b, b_b), (x, y))
+    with pytest.raises(ArgumentError, match=r"takes 2 argument\(s\) \(t, out\), got 4"):
+        swapping(a_b, b_b, x, y)
+    with pytest.raises(ArgumentError, match="no parameter 't__0'"):
+        swapping(t__0=a_b, t__1=b_b, out__0=x, out__1=y)
+
+
 def test_a_nested_tuple_with_a_scalar_is_passed_as_the_operator_nests_it(
     dsl_backend, to_backend_array, to_numpy, bind_program
 ):

@@ -311,23 +311,30 @@ class Program(_Definition):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         dispatcher = self._dispatcher
-        if kwargs:
-            binding = dispatcher.fast_keywords  # binds natively, never runs the frontend
-            if binding is not None and not metrics.ACTIVE:
-                result = binding.call_with(args, kwargs)  # no copy of either
-                if result is not NotImplemented:
-                    return result
-            args = self._bind(args, kwargs)
-        fast = dispatcher.fast
-        if fast is not None and not metrics.ACTIVE:
-            result = fast(*args)
-            if result is not NotImplemented:
-                return result
-        return self._call(args)
+        nesting = self._nesting
+        # The fast entries take the executable's parameters, the leaves: only a program
+        # without tuple parameters (its nesting read, None) may hand them the call as is.
+        if nesting and nesting[0] is None and not metrics.ACTIVE:
+            if kwargs:
+                binding = dispatcher.fast_keywords  # binds natively, never runs the frontend
+                if binding is not None:
+                    result = binding.call_with(args, kwargs)  # no copy of either
+                    if result is not NotImplemented:
+                        return result
+            else:
+                fast = dispatcher.fast
+                if fast is not None:
+                    result = fast(*args)
+                    if result is not NotImplemented:
+                        return result
+        return self._call(args, kwargs)
 
-    def _call(self, args: tuple[Any, ...]) -> Any:
-        """The call past a refusal of the fast entry (or without one): a program with tuple
-        parameters flattens its arguments and tries the fast entry again on the leaves."""
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The call past a refusal of the fast entries (or before they exist): arguments bound
+        by name and, for tuple parameters, flattened to their leaves (the fast entry tried on
+        those), then the dispatcher."""
+        if kwargs:
+            args = self._bind(args, kwargs)
         nesting = self._tuple_nesting()
         dispatcher = self._dispatcher
         if nesting is None:
