@@ -23,8 +23,9 @@ _WRAPPER = """\
 # A C compiler that logs every invocation, for the c_cpu tests. Translation units compiled
 # on their own (-c) are logged as "unit" (the support object, once per cache and flags, as
 # "support"); the link of a variant measurement's executable as "measure"; the build of the
-# launcher (once per launcher directory) as "launcher"; builds of a program (the link, or one
-# command that compiles and links) as "compile"; everything else (--version, target queries)
+# launcher (once per launcher directory) as "launcher", the native entries (backends.entries)
+# as "entries"; builds of a program (the link, or one command that compiles and links) as
+# "compile"; everything else (--version, target queries)
 # as "probe". Around a build it creates compile-started / compile-finished next to itself and
 # sleeps $SF_TEST_CC_BEFORE / $SF_TEST_CC_AFTER seconds, so a test can kill its caller
 # mid-build.
@@ -41,6 +42,9 @@ case " $* " in
     exec {compiler} "$@" ;;
   *"/sf_launcher.c "*)
     echo "launcher $$ $*" >> "$here/cc.log"
+    exec {compiler} "$@" ;;
+  *"/sf_entries.c "*)
+    echo "entries $$ $*" >> "$here/cc.log"
     exec {compiler} "$@" ;;
   *" -o "*)
     echo "compile $$ $*" >> "$here/cc.log"
@@ -74,7 +78,7 @@ class CompilerWrapper:
 
     def lines(self, kind: str) -> list[str]:
         """Logged invocations of ``kind`` (``"compile"``, ``"unit"``, ``"support"``,
-        ``"measure"``, ``"launcher"`` or ``"probe"``)."""
+        ``"measure"``, ``"launcher"``, ``"entries"`` or ``"probe"``)."""
         return [line for line in self.log.read_text().splitlines() if line.startswith(kind + " ")]
 
     @property
