@@ -1,0 +1,263 @@
+"""When c_cpu measures a stencil's variants: its tuning schedule (ADR 0009).
+
+A stencil without a choice record is built at once with a predicted variant
+(``backends.c.prediction``) and measured when the interpreter exits (``STENCILFORGE_TUNING=
+exit``, the default), so that a later process builds the measured choice; ``off`` never
+measures; ``now`` measures before the build (``test_c_cpu_variants.py``). Timings are never
+asserted: only which variant a build used and whether a measurement ran.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from c_programs import stencils
+from c_programs.support import CompilerWrapper
+from test_c_cpu_variants import (
+    choice_records,
+    lower_in_a_new_process,
+    measurements,
+    notes,
+    private_backend,
+    stored_choices,
+)
+
+from backends.c import deferred, measure_deferred
+from backends.c.prediction import STATIC_PRIOR, predict, static_prediction
+from backends.c.variants import Choice, Variant, candidates
+from pipeline.dsl import Dimension, Field, field_operator, float64, program
+
+I, J, K = Dimension("I"), Dimension("J"), Dimension("K")
+IJK = Field[[I, J, K], float64]
+
+ROWS_STREAMING = "temporary rows, tiles 256x32, prefetch 2, streaming stores"
+
+
+@field_operator
+def _smoothed(f: IJK) -> IJK:
+    lap = -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
+    return lap(I + 1) - lap
+
+
+@program
+def _smoothed_program(inp: IJK, out: IJK):
+    _smoothed(inp, out=out[1:-2, 1:-1, :])
+
+
+@pytest.fixture
+def exit_schedule(monkeypatch: pytest.MonkeyPatch):
+    """Backends made in this process predict and defer; the queue is left empty."""
+    monkeypatch.setenv("STENCILFORGE_TUNING", "exit")
+    yield
+    measure_deferred()
+
+
+def hdiff_arguments() -> tuple[np.ndarray, float, np.ndarray]:
+    inp = np.random.default_rng(5).uniform(-1.0, 1.0, (14, 13, 5))
+    return inp, 0.025, np.zeros_like(inp)
+
+
+def damage(cache: Path, key: str) -> None:
+    """Flip the last bytes of the choice store's entry ``key``."""
+    with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
+        (value,) = connection.execute("SELECT value FROM Cache WHERE key = ?", (key,)).fetchone()
+        damaged = bytes(value[:-8]) + bytes(b ^ 0x5A for b in value[-8:])
+        connection.execute("UPDATE Cache SET value = ? WHERE key = ?", (damaged, key))
+
+
+# --------------------------------------------------------------------------- cold: predicted
+
+
+def test_a_cold_build_runs_the_predicted_variant_and_measures_only_when_asked(
+    tmp_path, exit_schedule
+):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    program = stencils.hdiff_program.with_backend(private_backend(tmp_path / "cache", compiler))
+    inp, coeff, out = hdiff_arguments()
+
+    lowered = program.lower(inp, coeff, out)
+    program(inp, coeff, out)
+
+    assert notes(lowered.as_text())["hdiff"] == (
+        f"{ROWS_STREAMING} (predicted: {STATIC_PRIOR}; measured later)"
+    )
+    expected = np.zeros_like(inp)
+    stencils.hdiff_reference(inp, coeff, expected)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-14)
+    assert measurements(compiler) == 0
+    assert len(deferred.deferred()) == 1
+
+    assert measure_deferred() == 1
+
+    assert measurements(compiler) == 1
+    assert deferred.deferred() == ()
+    [(_, record)] = choice_records(tmp_path / "cache")
+    assert record.how == "measured"
+
+
+def test_a_stencil_with_the_same_candidates_is_predicted_from_the_machines_measured_choice(
+    tmp_path, exit_schedule
+):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path / "cache", compiler)
+    stencils.hdiff_program.with_backend(backend).lower(*hdiff_arguments())
+    measure_deferred()
+    [(_, record)] = choice_records(tmp_path / "cache")
+
+    other = private_backend(tmp_path / "cache", compiler)  # a new process's backend
+    inp = np.zeros((12, 9, 4))
+    note = notes(_smoothed_program.with_backend(other).lower(inp, inp.copy()).as_text())
+
+    assert note["_smoothed"] == (
+        f"{record.variant.describe()} (predicted: this machine's measured choice for "
+        "stencils with the same candidates; measured later)"
+    )
+    assert measurements(compiler) == 1
+
+
+def test_a_damaged_prior_is_not_trusted(tmp_path, exit_schedule):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    stencils.hdiff_program.with_backend(
+        private_backend(tmp_path / "cache", compiler)
+    ).lower(*hdiff_arguments())
+    measure_deferred()
+    [prior_key] = [key for key, choice in stored_choices(tmp_path / "cache") if not choice.timings]
+    damage(tmp_path / "cache", prior_key)
+
+    inp = np.zeros((12, 9, 4))
+    backend = private_backend(tmp_path / "cache", compiler)
+    note = notes(_smoothed_program.with_backend(backend).lower(inp, inp.copy()).as_text())
+
+    assert note["_smoothed"] == f"{ROWS_STREAMING} (predicted: {STATIC_PRIOR}; measured later)"
+
+
+# --------------------------------------------------------------------------- later processes
+
+
+@pytest.fixture(scope="module")
+def predicted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CompilerWrapper, str]:
+    """A cache in which a first process built hdiff predicted and measured it at its exit."""
+    root = tmp_path_factory.mktemp("predicted")
+    compiler = CompilerWrapper(root / "cc")
+    text = lower_in_a_new_process(root / "cache", compiler, "exit")
+    return root / "cache", compiler, text
+
+
+def test_a_later_process_builds_the_choice_measured_at_the_first_ones_exit(predicted, tmp_path):
+    original, compiler, first = predicted
+    cache = tmp_path / "cache"
+    shutil.copytree(original, cache)  # translations and builds included
+    assert "(predicted: " in notes(first)["hdiff"]
+    assert measurements(compiler) == 1  # at the first process's exit
+    [(_, record)] = choice_records(cache)
+
+    text = lower_in_a_new_process(cache, compiler, "exit")
+
+    assert notes(text)["hdiff"].startswith(f"{record.variant.describe()} (measured: on ")
+    assert measurements(compiler) == 1
+
+
+def test_a_damaged_choice_record_is_not_trusted_and_is_measured_again_at_exit(
+    predicted, tmp_path
+):
+    original, compiler, first = predicted
+    cache = tmp_path / "cache"
+    shutil.copytree(original, cache)
+    [(key, _)] = choice_records(cache)
+    damage(cache, key)
+    shutil.rmtree(cache / "translations")
+    before = measurements(compiler)
+
+    text = lower_in_a_new_process(cache, compiler, "exit")
+
+    assert "(predicted: " in notes(text)["hdiff"]
+    assert measurements(compiler) == before + 1
+    [(_, record)] = choice_records(cache)
+    assert record.how == "measured"
+
+
+def test_off_predicts_and_never_measures(tmp_path):
+    compiler = CompilerWrapper(tmp_path / "cc")
+
+    text = lower_in_a_new_process(tmp_path / "cache", compiler, "off")
+
+    assert notes(text)["hdiff"] == (
+        f"{ROWS_STREAMING} (predicted: {STATIC_PRIOR}; not measured: STENCILFORGE_TUNING=off)"
+    )
+    assert measurements(compiler) == 0
+
+
+def test_an_unknown_schedule_is_refused_naming_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("STENCILFORGE_TUNING", "sometimes")
+    with pytest.raises(ValueError, match=r"STENCILFORGE_TUNING='sometimes'.*exit, now, off"):
+        private_backend(tmp_path / "cache", CompilerWrapper(tmp_path / "cc"))
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+def _defer_in_child(queue: multiprocessing.Queue[object]) -> None:
+    queue.put((deferred.deferred(), deferred.defer("child", lambda: None)))
+
+
+def test_a_forked_child_or_pool_worker_measures_nothing_of_its_parent_nor_its_own():
+    ran: list[str] = []
+    deferred.defer("parent", lambda: ran.append("parent"))
+    try:
+        context = multiprocessing.get_context("fork")
+        queue: multiprocessing.Queue[object] = context.Queue()
+        child = context.Process(target=_defer_in_child, args=(queue,))
+        child.start()
+        inherited, queued = queue.get(timeout=60)
+        child.join(60)
+    finally:
+        measure_deferred()
+    assert inherited == ()
+    assert queued is False
+    assert ran == ["parent"]
+
+
+def test_deferred_measurements_run_once_each_in_order_within_the_budget():
+    ran: list[str] = []
+    for name in ("a", "b", "a", "c"):
+        deferred.defer(name, lambda name=name: ran.append(name))
+
+    assert measure_deferred(budget_seconds=0.0) == 0
+    assert deferred.deferred() == ("a", "b", "c")
+    assert measure_deferred() == 3
+    assert ran == ["a", "b", "c"]
+
+
+# --------------------------------------------------------------------------- the prediction
+
+
+def test_the_static_prior_is_rows_and_streaming_with_shifted_locals_else_prefetching():
+    assert static_prediction(candidates(True, None, None)).describe() == ROWS_STREAMING
+    assert static_prediction(candidates(False, None, None)).describe() == (
+        "temporaries, tiles 8x32, prefetch 4, streaming stores"
+    )
+    assert static_prediction(candidates(True, False, None)).describe() == (
+        "recompute, tiles 16x64, prefetch 4, streaming stores"
+    )
+
+
+def test_a_prior_among_the_candidates_is_predicted_and_one_outside_them_is_not():
+    found = candidates(True, None, None)
+    recompute = Choice(Variant(False, (16, 64)), "measured")
+    outside = Choice(Variant(False, (2, 3)), "measured")
+
+    assert predict(found, recompute, "later").variant == recompute.variant
+    assert predict(found, outside, "later").variant == static_prediction(found)
+    assert predict(found, None, "later").reason == f"{STATIC_PRIOR}; later"
+
+
+def test_the_environment_variable_is_read_when_the_pipeline_is_made(tmp_path, monkeypatch):
+    monkeypatch.setenv("STENCILFORGE_TUNING", "now")
+    backend = private_backend(tmp_path / "cache", CompilerWrapper(tmp_path / "cc"))
+    monkeypatch.setenv("STENCILFORGE_TUNING", "off")
+    assert backend.pipeline.translation.step.tuning.schedule == "now"
