@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,15 @@ import attrs
 from benchmarks import cache_hits
 from benchmarks.results import Row
 
-__all__ = ["PipelineFigures", "StageTime", "cache_hit_seconds", "measure_pipeline"]
+__all__ = [
+    "CHOICES",
+    "PipelineFigures",
+    "StageTime",
+    "cache_hit_seconds",
+    "compile_seconds",
+    "measure_pipeline",
+    "run_probe",
+]
 
 #: The folder of a cache directory that holds c_cpu's choice records (ADR 0009).
 CHOICES = "choices"
@@ -118,12 +127,26 @@ class PipelineFigures:
         return data
 
 
-def _probe(reference: str, workload: str, cache_dir: str, timeout: float) -> dict[str, Any]:
+def run_probe(
+    reference: str,
+    workload: str,
+    cache_dir: str,
+    timeout: float,
+    environment: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``benchmarks.probe`` in a fresh process over ``cache_dir``, with this process's
+    environment and ``environment``: its JSON result.
+
+    Raises:
+        RuntimeError: the probe printed nothing or its result was not verified.
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
     # A user's installation has its modules' bytecode; without it every lazy import inside
     # the timed region compiles source. So the probes may write and read .pyc files even
     # where this process was told not to.
     environment = {
         **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        **(environment or {}),
         "STENCILFORGE_CACHE_DIR": cache_dir,
     }
     done = subprocess.run(
@@ -182,7 +205,7 @@ def measure_pipeline(
     recorded = [run.recorded for run in runs if run.recorded is not None]
     if not recorded:
         return figures
-    compiles = [_compile(result) for result in recorded]
+    compiles = [compile_seconds(result) for result in recorded]
     middle = sorted(range(len(recorded)), key=compiles.__getitem__)[len(recorded) // 2]
     firsts = tuple(result["first_result_seconds"] for result in recorded)
     return attrs.evolve(
@@ -209,23 +232,24 @@ def _run(reference: str, workload: str, timeout: float) -> _Run:
     then warm, each in a fresh process; mkdtemp makes the directories private (0700), as
     the build cache requires."""
     with tempfile.TemporaryDirectory(prefix="stencilforge-cold-cache-") as cache_dir:
-        cold = _probe(reference, workload, cache_dir, timeout)
+        cold = run_probe(reference, workload, cache_dir, timeout)
         choices = Path(cache_dir) / CHOICES
         if not choices.is_dir():
-            return _Run(cold, None, _probe(reference, workload, cache_dir, timeout))
+            return _Run(cold, None, run_probe(reference, workload, cache_dir, timeout))
         with tempfile.TemporaryDirectory(prefix="stencilforge-recorded-cache-") as recorded_dir:
             shutil.copytree(choices, Path(recorded_dir) / CHOICES)
-            recorded = _probe(reference, workload, recorded_dir, timeout)
-            return _Run(cold, recorded, _probe(reference, workload, recorded_dir, timeout))
+            recorded = run_probe(reference, workload, recorded_dir, timeout)
+            return _Run(cold, recorded, run_probe(reference, workload, recorded_dir, timeout))
 
 
-def _compile(result: dict[str, Any]) -> float:
+def compile_seconds(result: dict[str, Any]) -> float:
+    """A probe result's compile: the sum of its stage events."""
     return sum(stage.seconds for stage in _stages(result))
 
 
 def _medians(runs: list[_Run]) -> dict[str, Any]:
     """The cold and warm figures of ``runs`` (the cold stages of the median cold compile)."""
-    compiles = [_compile(run.cold) for run in runs]
+    compiles = [compile_seconds(run.cold) for run in runs]
     middle = sorted(range(len(runs)), key=compiles.__getitem__)[len(runs) // 2]
     firsts = tuple(run.cold["first_result_seconds"] for run in runs)
     warms = tuple(run.warm["first_result_seconds"] for run in runs)

@@ -69,17 +69,11 @@ def measure_now(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STENCILFORGE_TUNING", "now")
 
 
-def stored_choices(cache: Path) -> list[tuple[str, Choice]]:
-    """Every entry of the choice store in ``cache``: choice records and machine priors."""
+def choice_records(cache: Path) -> list[tuple[str, Choice]]:
+    """The choice records in ``cache``: their keys and what they say."""
     with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
         rows = connection.execute("SELECT key, value FROM Cache").fetchall()
     return [(key, open_entry(key, bytes(value))) for key, value in rows]
-
-
-def choice_records(cache: Path) -> list[tuple[str, Choice]]:
-    """The choice records in ``cache`` (measured, with their figures; not the machine's
-    priors, which keep the variant alone): their keys and what they say."""
-    return [(key, choice) for key, choice in stored_choices(cache) if choice.timings]
 
 
 def hdiff_arguments() -> tuple[np.ndarray, float, np.ndarray]:

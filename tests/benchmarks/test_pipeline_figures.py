@@ -30,7 +30,7 @@ def test_the_figures_are_medians_and_every_sample_is_kept(monkeypatch):
         directories.append(cache_dir)
         return next(answers)
 
-    monkeypatch.setattr(pipeline_figures, "_probe", probe)
+    monkeypatch.setattr(pipeline_figures, "run_probe", probe)
     figures = pipeline_figures.measure_pipeline("c_cpu", "hdiff", None, repeat=3)
     assert figures.message == ""
     assert figures.cold_compile_samples == pytest.approx((0.5, 0.9, 0.4))
@@ -47,7 +47,7 @@ def test_a_failing_probe_becomes_the_message(monkeypatch):
     def probe(backend, workload, cache_dir, timeout):
         raise RuntimeError("probe of hdiff@c_cpu failed: boom")
 
-    monkeypatch.setattr(pipeline_figures, "_probe", probe)
+    monkeypatch.setattr(pipeline_figures, "run_probe", probe)
     figures = pipeline_figures.measure_pipeline("c_cpu", "hdiff", None, repeat=3)
     assert "boom" in figures.message and figures.cold_stages == ()
 
@@ -71,7 +71,7 @@ def test_a_cold_run_that_recorded_choices_is_followed_by_a_cold_run_with_them_al
             (directory / "translations").mkdir()
         return next(answers)
 
-    monkeypatch.setattr(pipeline_figures, "_probe", probe)
+    monkeypatch.setattr(pipeline_figures, "run_probe", probe)
     figures = pipeline_figures.measure_pipeline("c_cpu", "hdiff", None, repeat=3)
 
     assert figures.message == ""

@@ -11,8 +11,7 @@ Without a record, the tuning's ``schedule`` decides (ADR 0009, ``STENCILFORGE_TU
 ``"exit"`` (the default) builds the predicted variant (``backends.c.prediction``) at once
 and measures the candidates when the interpreter exits (``backends.c.deferred``), so a later
 process builds the measured choice; ``"now"`` measures before the build; ``"off"`` predicts
-and never measures. A measured choice also becomes this machine's prior for stencils with the
-same candidates, until they are measured themselves.
+and never measures.
 
 ``MeasureVariants`` builds the measuring executable (``backends.c.measurement``: one unit
 per candidate, compiled concurrently, plain C), runs it on arrays it allocates, and picks the
@@ -74,11 +73,9 @@ from pipeline.fingerprint import source_digest
 __all__ = [
     "REVISION_FILE",
     "SHARED_SCOPE",
-    "MachinePrior",
     "MeasureVariants",
     "MeasurementRequest",
     "MeasurementWarning",
-    "PriorRequest",
     "Tuning",
 ]
 
@@ -227,32 +224,6 @@ def _parse(output: str, count: int) -> tuple[tuple[float, float], ...] | None:
     return tuple(found[n] for n in range(count))
 
 
-@attrs.frozen
-class PriorRequest:
-    """The key of this machine's prior for a set of candidates (``backends.c.prediction``):
-    the first measured choice among ``variants`` on ``machine``."""
-
-    variants: tuple[Variant, ...]
-    machine: str
-
-    def __fingerprint__(self) -> object:
-        return ("machine prior", self.variants, self.machine, _generator_digest())
-
-
-@attrs.frozen
-class MachinePrior:
-    """The step whose records are this machine's priors, beside the choice records and keyed
-    by the same compilation. It computes nothing: ``Tuning`` records a prior when it has
-    measured a choice, and only looks priors up otherwise."""
-
-    compilation: CCompilation
-    rounds: int
-
-    def __call__(self, request: PriorRequest, /) -> Choice:
-        """Raises LookupError: a prior is recorded, never computed."""
-        raise LookupError(f"no measured prior among {len(request.variants)} candidates")
-
-
 class _NotRecorded(Exception):
     """Nothing is recorded under the key looked up (internal)."""
 
@@ -390,16 +361,17 @@ class Tuning:
         recorded = _recorded(step, request)
         if recorded is not None:
             return recorded
-        priors = CachedStep(MachinePrior(self.compilation, self.rounds), self.records)
-        prior = _recorded(priors, PriorRequest(found, request.machine))
         if self.schedule == "off":
-            return predict(found, prior, f"not measured: {TUNING_VARIABLE}=off")
-        deferred.defer(step.cache_key(request), functools.partial(self._measure_later, step, request))
-        return predict(found, prior, "measured later")
+            return predict(found, f"not measured: {TUNING_VARIABLE}=off")
+        measure = functools.partial(self._measure_later, step, request)
+        deferred.defer(step.cache_key(request), measure)
+        return predict(found, "measured later")
 
-    def measure(self, step: CachedStep[MeasurementRequest, Choice], request: MeasurementRequest) -> Choice:
-        """``request``'s choice, measured unless recorded; a new measurement also records the
-        machine's prior for these candidates (when it has none) and a new revision.
+    def measure(
+        self, step: CachedStep[MeasurementRequest, Choice], request: MeasurementRequest
+    ) -> Choice:
+        """``request``'s choice, measured unless recorded; a new measurement also publishes a
+        new revision of the records.
 
         Raises:
             CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired: the
@@ -407,9 +379,6 @@ class Tuning:
         """
         choice, hit = step.call_with_hit(request)
         if not hit:
-            priors = CachedStep(MachinePrior(self.compilation, self.rounds), self.records)
-            key = priors.cache_key(PriorRequest(request.variants, request.machine))
-            self.records.get_or_compute(key, choice.decision)
             self._new_revision()
         return choice
 
