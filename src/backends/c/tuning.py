@@ -230,7 +230,8 @@ class _NotRecorded(Exception):
 
 def _recorded(step: CachedStep[R, Choice], inp: R) -> Choice | None:
     """What ``step``'s cache holds for ``inp`` (None: nothing, or something damaged, which
-    the cache evicted), without computing it."""
+    the cache evicted), without computing it. While another process computes it (a
+    measurement at its exit), this waits for its result (the disk cache's single flight)."""
 
     def absent() -> Choice:
         raise _NotRecorded
