@@ -15,8 +15,8 @@ deferred is the parent's to measure), and a worker of a ``multiprocessing`` pool
 caller's results. Nothing here starts a thread or leaves a process behind: a measurement is
 a subprocess that is waited for.
 
-At exit the measurements stop starting after ``EXIT_BUDGET_SECONDS``; the stencils left are
-predicted again by a later process and measured at its exit.
+At exit the measurements stop starting after ``EXIT_BUDGET_SECONDS`` (or at an interrupt);
+the stencils left are predicted again by a later process and measured at its exit.
 """
 
 from __future__ import annotations
@@ -109,7 +109,12 @@ def _at_exit() -> None:
     if not left:
         return
     _log.info("measuring the variants of %d stencil(s) before the interpreter exits", left)
-    measure_deferred(EXIT_BUDGET_SECONDS)
+    try:
+        measure_deferred(EXIT_BUDGET_SECONDS)
+    except KeyboardInterrupt:
+        # The user wants out: the measurement's subprocess is killed, nothing is recorded.
+        _log.info("deferred measurements interrupted: a later process measures them")
+        return
     if deferred():
         _log.info(
             "%d deferred measurement(s) left after %.0f s: a later process measures them",
