@@ -239,7 +239,8 @@ def run(options: Options, show_progress: bool = True) -> Report:
     for name in compiled:
         for workload_name in probed:
             progress.step(
-                f"pipeline figures {workload_name} {name} ({probe_pairs} x cold + warm subprocess)"
+                f"pipeline figures {workload_name} {name} ({probe_pairs} x cold, "
+                "recorded-choice and warm subprocesses)"
             )
             small_row = small_rows.get((name, workload_name))
             figures.append(

@@ -121,14 +121,16 @@ def _pipeline_table(report: Report) -> list[str]:
             f.backend, f.workload, _stages(f.cold_stages),
             _with_samples(f.cold_compile_seconds, f.cold_compile_samples),
             _with_samples(f.cold_first_result_seconds, f.cold_first_result_samples),
+            _with_samples(f.recorded_compile_seconds, f.recorded_compile_samples),
             _with_samples(f.warm_start_seconds, f.warm_start_samples), seconds(f.call_seconds),
             seconds(f.direct_call_seconds), seconds(f.call_overhead_seconds),
             f.message or "ok",
         ]
         for f in report.pipeline
     ]
-    header = ["backend", "workload", "cold compile per stage", "cold compile", "cold 1st result",
-              "warm start", "call (small)", "executable", "dispatch", "status"]
+    header = ["backend", "workload", "cold compile per stage", "cold compile",
+              "cold 1st result", "cold compile, choice recorded", "warm start", "call (small)",
+              "executable", "dispatch", "status"]
     return _table(header, lines)
 
 

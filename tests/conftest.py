@@ -64,3 +64,13 @@ def _private_test_cache() -> None:
 
 
 _private_test_cache()
+
+
+def _predict_without_measuring() -> None:
+    """c_cpu builds predicted variants and measures none (``STENCILFORGE_TUNING=off``) unless
+    the run says otherwise: measuring at the interpreter's exit would hold each test process
+    there for up to half a minute. The tests of the schedules set their own."""
+    os.environ.setdefault("STENCILFORGE_TUNING", "off")
+
+
+_predict_without_measuring()

@@ -15,6 +15,7 @@ users.
 | ``STENCILFORGE_CACHE_SECRET_FILE`` | ``cache_secret`` | a pipeline is made |
 | ``STENCILFORGE_BUILD_JOBS`` | ``build_jobs`` | ``compile_many`` runs without ``executor=`` |
 | ``STENCILFORGE_DUMP_STAGES`` | ``dump_stages`` | a program is compiled |
+| ``STENCILFORGE_TUNING`` | ``tuning`` | a pipeline is made |
 | ``STENCILFORGE_METRICS`` | ``metrics`` | ``pipeline.metrics`` is imported (once) |
 
 ("a pipeline is made": a backend's, e.g. ``c_cpu`` on first use; ``cache`` is the
@@ -40,6 +41,8 @@ __all__ = [
     "DUMP_STAGES_VARIABLE",
     "METRICS_VARIABLE",
     "TOOLCHAIN_DIR_VARIABLE",
+    "TUNING_SCHEDULES",
+    "TUNING_VARIABLE",
     "build_jobs",
     "cache_dir",
     "cache_max_size",
@@ -48,6 +51,7 @@ __all__ = [
     "dump_stages",
     "metrics",
     "toolchain_dir",
+    "tuning",
 ]
 
 CACHE_DIR_VARIABLE = "STENCILFORGE_CACHE_DIR"
@@ -59,6 +63,10 @@ CACHE_SECRET_FILE_VARIABLE = "STENCILFORGE_CACHE_SECRET_FILE"
 BUILD_JOBS_VARIABLE = "STENCILFORGE_BUILD_JOBS"
 DUMP_STAGES_VARIABLE = "STENCILFORGE_DUMP_STAGES"
 METRICS_VARIABLE = "STENCILFORGE_METRICS"
+TUNING_VARIABLE = "STENCILFORGE_TUNING"
+
+#: What ``STENCILFORGE_TUNING`` may say, the default first (``backends.c.tuning``, ADR 0009).
+TUNING_SCHEDULES = ("exit", "now", "off")
 
 
 def _path(variable: str) -> Path | None:
@@ -101,6 +109,24 @@ def metrics() -> bool:
     """Whether ``STENCILFORGE_METRICS`` asks for per-call metrics (``1``, ``true``, ``yes``,
     ``on``), read now (``pipeline.metrics`` asks once, when it is imported)."""
     return os.environ.get(METRICS_VARIABLE, "").lower() in {"1", "true", "yes", "on"}
+
+
+def tuning() -> str:
+    """When c_cpu measures the variants of a stencil it has no choice record for
+    (``STENCILFORGE_TUNING``), read now, lower-cased: ``"exit"`` (the default: build the
+    predicted variant at once, measure when the interpreter exits), ``"now"`` (measure
+    before the first build) or ``"off"`` (predict, never measure).
+
+    Raises:
+        ValueError: another value; the message lists the values.
+    """
+    value = os.environ.get(TUNING_VARIABLE, "").strip().lower() or TUNING_SCHEDULES[0]
+    if value not in TUNING_SCHEDULES:
+        raise ValueError(
+            f"{TUNING_VARIABLE}={value!r} is not a tuning schedule: set it to one of "
+            f"{', '.join(TUNING_SCHEDULES)} or unset it"
+        )
+    return value
 
 
 def cache_url() -> str:

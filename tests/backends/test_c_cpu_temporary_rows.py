@@ -17,6 +17,7 @@ from c_programs import stencils
 from c_programs.support import CompilerWrapper, run_script
 from test_c_cpu_variants import (
     choice_records,
+    measure_now,  # noqa: F401  (autouse: backends made here measure before their build)
     measurements,
     notes,
     private_backend,

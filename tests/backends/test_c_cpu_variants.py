@@ -2,7 +2,8 @@
 shape, the prefetch distance, streaming stores.
 
 The automatic translation measures the candidates of a stencil once per machine and records
-the choice (ADR 0009); explicit options win; the generated C names the variant and how it
+the choice (ADR 0009); these tests measure before the build (``STENCILFORGE_TUNING=now``;
+``test_c_cpu_tuning_schedule.py`` has the predicting schedules); explicit options win; the generated C names the variant and how it
 was chosen, and the choice record keeps the figures. Every candidate agrees with NumPy on the
 corpus. Timings are never asserted: only that a measurement happened or did not.
 """
@@ -62,6 +63,12 @@ def measurements(compiler: CompilerWrapper) -> int:
     return len(compiler.lines("measure"))
 
 
+@pytest.fixture(autouse=True)
+def measure_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backends made in this process measure before their first build."""
+    monkeypatch.setenv("STENCILFORGE_TUNING", "now")
+
+
 def choice_records(cache: Path) -> list[tuple[str, Choice]]:
     """The choice records in ``cache``: their keys and what they say."""
     with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
@@ -86,11 +93,14 @@ _LOWER_IN_A_NEW_PROCESS = textwrap.dedent(
 )
 
 
-def lower_in_a_new_process(cache: Path, compiler: CompilerWrapper) -> str:
-    """hdiff lowered by ``backends.c_cpu`` in a new process over ``cache``: its C text."""
+def lower_in_a_new_process(
+    cache: Path, compiler: CompilerWrapper, schedule: str = "now"
+) -> str:
+    """hdiff lowered by ``backends.c_cpu`` in a new process over ``cache`` with the tuning
+    ``schedule``: its C text."""
     done = subprocess.run(
         [sys.executable, "-c", _LOWER_IN_A_NEW_PROCESS],
-        env=worker_environment(cache, compiler),
+        env=worker_environment(cache, compiler, STENCILFORGE_TUNING=schedule),
         capture_output=True,
         text=True,
         check=False,
@@ -231,10 +241,11 @@ def test_a_new_process_reads_the_choice_record_instead_of_measuring(measured, tm
 def test_a_damaged_choice_record_is_not_trusted_and_is_measured_again(measured, tmp_path):
     cache = measured.copy(tmp_path)
     shutil.rmtree(cache / "translations")
+    [(key, _)] = choice_records(cache)
     with sqlite3.connect(cache / "choices" / "entries" / "cache.db") as connection:
-        rows = connection.execute("SELECT key, value FROM Cache").fetchall()
-        assert len(rows) == 1
-        key, value = rows[0]
+        (value,) = connection.execute(
+            "SELECT value FROM Cache WHERE key = ?", (key,)
+        ).fetchone()
         damaged = bytes(value[:-8]) + bytes(b ^ 0x5A for b in value[-8:])
         connection.execute("UPDATE Cache SET value = ? WHERE key = ?", (damaged, key))
     before = measurements(measured.compiler)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backends.c.compilation import CCompilation, artifact_is_intact
+from backends.c.deferred import measure_deferred
 from backends.c.launcher import Launcher
 from backends.c.loading import CLoading, CompiledProgram, DamagedArtifactError
 from backends.c.specialization import compile_time_args
@@ -22,6 +23,7 @@ from backends.c.variants import Choice, Variant
 from backends.cache import cached_pipeline, step_cache, toolchain_directory
 from backends.clike.compiler import CompilationError
 from pipeline.caching import ensure_private_directory
+from pipeline.config import tuning
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
@@ -41,6 +43,7 @@ __all__ = [
     "Variant",
     "c_cpu_pipeline",
     "compile_time_args",
+    "measure_deferred",
 ]
 
 CPipeline = CompilePipeline[
@@ -65,8 +68,9 @@ def c_cpu_pipeline(
     Args:
         cache_directory: a private directory (see ``backends.cache``).
         translation: the translation step (default ``CTranslation()`` with a ``Tuning`` that
-            measures its automatic options with ``compilation`` and keeps the choice records
-            under ``cache_directory / "choices"``).
+            measures its automatic options with ``compilation`` on the schedule of
+            ``STENCILFORGE_TUNING``, read now, and keeps the choice records under
+            ``cache_directory / "choices"``).
         compilation: the compilation step (default ``CCompilation`` building into the cache).
             Its compiler also builds the launcher, kept in the toolchain directory
             (``backends.cache.toolchain_directory() / "c-launcher"``, else
@@ -78,13 +82,14 @@ def c_cpu_pipeline(
 
     Raises:
         CacheSecretError: a shared cache is named and there is no usable secret.
+        ValueError: ``STENCILFORGE_TUNING`` names no schedule.
     """
     cache_directory = ensure_private_directory(cache_directory)
     compilation = compilation or CCompilation(str(cache_directory / "c"))
     if translation is None:
         # Choice records are this machine's (their key names it): never shared over the URL.
         records = step_cache(cache_directory / "choices", cache_directory, "")
-        translation = CTranslation(tuning=Tuning(compilation, records))
+        translation = CTranslation(tuning=Tuning(compilation, records, schedule=tuning()))
     launcher = Launcher(
         str(toolchain_directory() / "c-launcher"),
         str(cache_directory / "launcher"),

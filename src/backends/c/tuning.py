@@ -1,13 +1,17 @@
 """Choosing a tiled stencil's variant by measuring the candidates once per machine.
 
 ``Tuning.choose`` gives the translation a ``Choice`` for one stencil. When the options leave
-more than one candidate (``backends.c.variants.candidates``), it asks ``MeasureVariants``, a
-step cached on disk like the translations (self-verifying entries, ADR 0015) under a key
-made of the candidates' generated code, the compiler and its flags, and
-``machine_identity()``: a choice record. The first build of a program on a machine
-measures; every later translation there (a new process, another program with the same
-stencil) reads the record. Stencils without shifted locals share one record per machine
-(``SHARED_SCOPE``): their candidates differ only in how rows are fetched and stored.
+more than one candidate (``backends.c.variants.candidates``), it looks for the choice
+record of ``MeasureVariants``, a step cached on disk like the translations (self-verifying
+entries, ADR 0015) under a key made of the candidates' generated code, the compiler and its
+flags, and ``machine_identity()``. Stencils without shifted locals share one record per
+machine (``SHARED_SCOPE``): their candidates differ only in how rows are fetched and stored.
+
+Without a record, the tuning's ``schedule`` decides (ADR 0009, ``STENCILFORGE_TUNING``):
+``"exit"`` (the default) builds the predicted variant (``backends.c.prediction``) at once
+and measures the candidates when the interpreter exits (``backends.c.deferred``), so a later
+process builds the measured choice; ``"now"`` measures before the build; ``"off"`` predicts
+and never measures.
 
 ``MeasureVariants`` builds the measuring executable (``backends.c.measurement``: one unit
 per candidate, compiled concurrently, plain C), runs it on arrays it allocates, and picks the
@@ -24,43 +28,67 @@ worker may still disturb a run, which the interleaving spreads over all candidat
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import subprocess
 import sys
+import tempfile
+import uuid
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 import filelock
 
 from backends.build_cache import BuildCache, BuildSpace
-from backends.c import codegen, measurement, tile_driver, tile_function, tile_plan, tile_sweep
+from backends.c import (
+    codegen,
+    deferred,
+    measurement,
+    prediction,
+    tile_driver,
+    tile_function,
+    tile_plan,
+    tile_sweep,
+)
 from backends.c.bindings import argument_struct
 from backends.c.codegen import generate_stencil
 from backends.c.compilation import CCompilation
 from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
 from backends.c.measurement import measurement_grid, measurement_source
+from backends.c.prediction import predict
 from backends.c.variants import Choice, Variant, choose_unmeasured
 from backends.clike.compiler import CompilationError
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import runtime_for
 from backends.loops import StencilLayout
-from pipeline.caching import CachedStep, StepCache
+from pipeline.caching import CachedStep, DiskStepCache, StepCache
+from pipeline.config import TUNING_SCHEDULES, TUNING_VARIABLE
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.fingerprint import source_digest
 
-__all__ = ["SHARED_SCOPE", "MeasureVariants", "MeasurementRequest", "MeasurementWarning", "Tuning"]
+__all__ = [
+    "REVISION_FILE",
+    "SHARED_SCOPE",
+    "MeasureVariants",
+    "MeasurementRequest",
+    "MeasurementWarning",
+    "Tuning",
+]
 
 _log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 
 def _generator_digest() -> str:
     """A digest of the code that generates and times the candidates (a choice made by other
     code is measured again)."""
     return source_digest(
-        codegen, tile_plan, tile_sweep, tile_function, tile_driver, measurement,
+        codegen, tile_plan, tile_sweep, tile_function, tile_driver, measurement, prediction,
         sys.modules[__name__],
     )
 
@@ -196,28 +224,95 @@ def _parse(output: str, count: int) -> tuple[tuple[float, float], ...] | None:
     return tuple(found[n] for n in range(count))
 
 
+class _NotRecorded(Exception):
+    """Nothing is recorded under the key looked up (internal)."""
+
+
+def _recorded(step: CachedStep[R, Choice], inp: R) -> Choice | None:
+    """What ``step``'s cache holds for ``inp`` (None: nothing, or something damaged, which
+    the cache evicted), without computing it. While another process computes it (a
+    measurement at its exit), this waits for its result (the disk cache's single flight)."""
+
+    def absent() -> Choice:
+        raise _NotRecorded
+
+    try:
+        found, _ = step.cache.get_or_compute(step.cache_key(inp), absent)
+    except _NotRecorded:
+        return None
+    return found if isinstance(found, Choice) else None
+
+
+#: The file beside the choice records whose text changes whenever a choice is measured.
+REVISION_FILE = "revision"
+
+
 @attrs.frozen
 class Tuning:
-    """Measured choices of the C translation's automatic options, cached per machine.
+    """Choices of the C translation's automatic options, measured once per machine.
+
+    A stencil whose choice is recorded is built with it. One without is, depending on
+    ``schedule``, measured before the build (``"now"``), or built with the predicted variant
+    (``backends.c.prediction``) and measured when the interpreter exits (``"exit"``,
+    ``backends.c.deferred``) or never (``"off"``). A translation that holds a prediction is
+    keyed by the records' revision (``revision``), which every new measured choice changes:
+    a later process translates again and uses the measured choice.
 
     Attributes:
         compilation: builds the measuring executables.
         records: where the choice records live (a disk step cache; ``eq=False``: where they
             are does not change what they say).
         rounds: timed calls per candidate.
+        schedule: ``"now"``, ``"exit"`` or ``"off"`` (``STENCILFORGE_TUNING``, read by
+            ``c_cpu_pipeline``).
     """
 
     compilation: CCompilation
     records: StepCache = attrs.field(eq=False)
     rounds: int = attrs.field(default=5, validator=attrs.validators.ge(2))
+    schedule: str = attrs.field(
+        default=TUNING_SCHEDULES[0], validator=attrs.validators.in_(TUNING_SCHEDULES)
+    )
 
     def __fingerprint__(self) -> object:
-        # An automatic translation's text depends on what was measured on this machine.
+        # An automatic translation's text depends on what was measured on this machine; one
+        # that may predict, also on which choices are recorded yet.
+        revision = "" if self.schedule == "now" else self.revision()
         return (
             MeasureVariants(self.compilation, self.rounds),
             machine_identity(),
             _generator_digest(),
+            self.schedule,
+            revision,
         )
+
+    def revision(self) -> str:
+        """The records' revision: changed by every choice measured into them (``""``: none
+        measured, or the records are not on disk)."""
+        path = self._revision_path()
+        try:
+            return path.read_text() if path is not None else ""
+        except OSError:
+            return ""
+
+    def _revision_path(self) -> Path | None:
+        if isinstance(self.records, DiskStepCache):
+            return self.records.directory / REVISION_FILE
+        return None
+
+    def _new_revision(self) -> None:
+        """Publish a new revision (atomically: a reader sees the old text or the new)."""
+        path = self._revision_path()
+        if path is None:
+            return
+        try:
+            with tempfile.NamedTemporaryFile(
+                "w", dir=path.parent, prefix=".revision-", delete=False
+            ) as written:
+                written.write(uuid.uuid4().hex)
+            os.replace(written.name, path)
+        except OSError as error:
+            _log.warning("could not publish the choice records' revision %s: %s", path, error)
 
     def choose(
         self,
@@ -233,8 +328,8 @@ class Tuning:
         temporary_rows: bool | None = None,
         streaming_min_bytes: int,
     ) -> Choice:
-        """The variant of ``stencil``: the only candidate, or the measured fastest (from its
-        choice record when there is one). A failed measurement warns
+        """The variant of ``stencil``: the only candidate, the recorded choice, else as
+        ``schedule`` says: measured now, or predicted. A failed measurement now warns
         (``MeasurementWarning``) and takes the first candidate."""
         found = choose_unmeasured(
             program,
@@ -247,52 +342,107 @@ class Tuning:
         )
         if isinstance(found, Choice):
             return found
-        layout = StencilLayout.of(program, stencil, temporaries=True)
-        grid = measurement_grid(
-            program, stencil, layout.dims, min(max(2 * last_level_cache_bytes(), 2**26), 2**28)
-        )
-        codes = [
-            generate_stencil(
-                StencilSite(program, stencil, number, unit_stride),
-                temporaries=variant.temporaries,
-                tile_sizes=variant.tile_sizes,
-                parallel_min_points=parallel_min_points,
-                prefetch_distance=variant.prefetch_distance,
-                streaming_min_bytes=streaming_min_bytes if variant.streaming_stores else None,
-                rows=variant.temporary_rows,
-            )
-            for number, variant in enumerate(found)
-        ]
-        helpers = dict.fromkeys(helper for code in codes for helper in code.helpers)
-        used = "\n".join([*helpers, *(code.text for code in codes)])
-        text = measurement_source(
-            program,
-            stencil,
-            codes,
-            grid,
-            argument_struct(program),
-            "\n".join([runtime_for(used), *helpers]),
-            last_level_cache_bytes(),
-        )
-        request = MeasurementRequest(
-            program.name,
-            stencil.operator_name,
-            found,
-            text,
-            grid.describe(),
-            machine_identity(),
-            "" if layout.temporaries else SHARED_SCOPE,
+        request = _request(
+            program, stencil, found, unit_stride, parallel_min_points, streaming_min_bytes
         )
         step = CachedStep(MeasureVariants(self.compilation, self.rounds), self.records)
+        if self.schedule == "now":
+            try:
+                return self.measure(step, request)
+            except _MEASUREMENT_ERRORS as error:
+                warnings.warn(
+                    f"could not measure the variants of {stencil.operator_name} in "
+                    f"{program.name} ({error}); using {found[0].describe()}. Pass "
+                    "temporaries=, tile_sizes=, prefetch_distance= and streaming_stores= to "
+                    "CTranslation to choose without measuring",
+                    MeasurementWarning,
+                    stacklevel=2,
+                )
+                return Choice(found[0], "default", f"measurement failed: {type(error).__name__}")
+        recorded = _recorded(step, request)
+        if recorded is not None:
+            return recorded
+        if self.schedule == "off":
+            return predict(found, f"not measured: {TUNING_VARIABLE}=off")
+        measure = functools.partial(self._measure_later, step, request)
+        deferred.defer(step.cache_key(request), measure)
+        return predict(found, "measured later")
+
+    def measure(
+        self, step: CachedStep[MeasurementRequest, Choice], request: MeasurementRequest
+    ) -> Choice:
+        """``request``'s choice, measured unless recorded; a new measurement also publishes a
+        new revision of the records.
+
+        Raises:
+            CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired: the
+                measurement failed.
+        """
+        choice, hit = step.call_with_hit(request)
+        if not hit:
+            self._new_revision()
+        return choice
+
+    def _measure_later(
+        self, step: CachedStep[MeasurementRequest, Choice], request: MeasurementRequest
+    ) -> None:
         try:
-            return step(request)
-        except (CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired) as error:
-            warnings.warn(
-                f"could not measure the variants of {stencil.operator_name} in {program.name} "
-                f"({error}); using {found[0].describe()}. Pass temporaries=, tile_sizes=, "
-                "prefetch_distance= and streaming_stores= to CTranslation to choose without "
-                "measuring",
-                MeasurementWarning,
-                stacklevel=2,
+            choice = self.measure(step, request)
+        except _MEASUREMENT_ERRORS as error:
+            _log.warning(
+                "could not measure the variants of %s in %s (%s); it keeps its predicted "
+                "variant", request.stencil, request.program, error,
             )
-            return Choice(found[0], "default", f"measurement failed: {type(error).__name__}")
+            return
+        _log.info("measured %s in %s: %s", request.stencil, request.program, choice.describe())
+
+
+_MEASUREMENT_ERRORS = (CompilationError, RuntimeError, OSError, subprocess.TimeoutExpired)
+
+
+def _request(
+    program: ProgramIR,
+    stencil: Stencil,
+    found: tuple[Variant, ...],
+    unit_stride: Mapping[str, bool],
+    parallel_min_points: int,
+    streaming_min_bytes: int,
+) -> MeasurementRequest:
+    """The measurement of ``stencil``'s candidates ``found``: its executable's source
+    (generating every candidate) and what keys its choice record."""
+    layout = StencilLayout.of(program, stencil, temporaries=True)
+    grid = measurement_grid(
+        program, stencil, layout.dims, min(max(2 * last_level_cache_bytes(), 2**26), 2**28)
+    )
+    codes = [
+        generate_stencil(
+            StencilSite(program, stencil, number, unit_stride),
+            temporaries=variant.temporaries,
+            tile_sizes=variant.tile_sizes,
+            parallel_min_points=parallel_min_points,
+            prefetch_distance=variant.prefetch_distance,
+            streaming_min_bytes=streaming_min_bytes if variant.streaming_stores else None,
+            rows=variant.temporary_rows,
+        )
+        for number, variant in enumerate(found)
+    ]
+    helpers = dict.fromkeys(helper for code in codes for helper in code.helpers)
+    used = "\n".join([*helpers, *(code.text for code in codes)])
+    text = measurement_source(
+        program,
+        stencil,
+        codes,
+        grid,
+        argument_struct(program),
+        "\n".join([runtime_for(used), *helpers]),
+        last_level_cache_bytes(),
+    )
+    return MeasurementRequest(
+        program.name,
+        stencil.operator_name,
+        found,
+        text,
+        grid.describe(),
+        machine_identity(),
+        "" if layout.temporaries else SHARED_SCOPE,
+    )

@@ -92,13 +92,17 @@ class CompilerWrapper:
 
 
 def worker_environment(cache: Path, compiler: CompilerWrapper, **extra: str) -> dict[str, str]:
-    """The environment of a worker: its cache, the wrapper as ``$CC``, ``c_programs`` importable."""
+    """The environment of a worker: its cache, the wrapper as ``$CC``, ``c_programs``
+    importable, c_cpu's variants predicted and never measured (``STENCILFORGE_TUNING=off``,
+    as in this process: its backends and the worker's then key translations alike), unless
+    ``extra`` says otherwise."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STENCILFORGE_", "SF_TEST_"))}
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(TESTS_BACKENDS) + (os.pathsep + path if path else "")
     env["STENCILFORGE_CACHE_DIR"] = str(cache)
     env["CC"] = str(compiler.path)
     env["OMP_NUM_THREADS"] = "1"
+    env["STENCILFORGE_TUNING"] = "off"
     env.update(extra)
     return env
 
