@@ -8,10 +8,10 @@ both ways, each dtype, scalar parameters of several dtypes, literals typed like 
 scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of programs
 too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
 collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
-ones, multi-call programs with temporaries, out slices and ``domain=``, scans, boundary
-conditions, 0-D fields, and the reference workloads ``laplacian`` and ``hdiff``. The cases are
-grouped by :class:`Feature`, one module of features each; :data:`FEATURES` lists them in a
-fixed order.
+ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
+scans, boundary conditions, 0-D fields, and the reference workloads ``laplacian`` and
+``hdiff``. The cases are grouped by :class:`Feature`, one module of features each;
+:data:`FEATURES` lists them in a fixed order.
 
 Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
 references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
@@ -25,6 +25,7 @@ from backends.conformance.corpus import (
     composition,
     domains,
     dtypes,
+    output_domains,
     scalars,
     scans,
     semantics,
@@ -101,6 +102,7 @@ FEATURES: tuple[Feature, ...] = (
     tuples.TUPLES,
     tuples.TUPLE_PROGRAMS,
     tuple_choices.TUPLE_CHOICES,
+    output_domains.OUTPUT_DOMAINS,
     collections_.NAMED_COLLECTIONS,
     domains.BROADCASTING,
     domains.SHIFTS_AND_DOMAINS,
