@@ -142,13 +142,90 @@ def _make(name: str) -> Callable[..., Any]:
     return builtin
 
 
-where = _make("where")
-concat_where = _make("concat_where")
-concat_where.__doc__ = (
-    "The DSL builtin ``concat_where(cond, a, b)``: ``a`` where the condition on indices "
-    "holds (``K == 0``, ``I < n``, combined with ``& | ~``), ``b`` elsewhere; each is "
-    "evaluated only where it is chosen, so a boundary condition reads no halo."
-)
+def _items(value: Any) -> tuple[Any, ...] | None:
+    """The items of a tuple or of a named collection instance; None for a single value."""
+    record = types.record_of(type(value))
+    if record is not None:
+        return record.values(value)
+    return tuple(value) if isinstance(value, tuple) else None
+
+
+def _like(template: Any, items: list[Any]) -> Any:
+    """``items`` as a value of ``template``'s kind: its collection class, or a tuple."""
+    record = types.record_of(type(template))
+    return record.build(tuple(items)) if record is not None else tuple(items)
+
+
+def _nesting(value: Any) -> Any:
+    """The nesting of ``value``, comparable: None for a single value, else its collection
+    class (None for a plain tuple) and its items' nestings."""
+    items = _items(value)
+    if items is None:
+        return None
+    record = types.record_of(type(value))
+    return (record.cls if record is not None else None, tuple(_nesting(i) for i in items))
+
+
+def _describe(value: Any) -> str:
+    items = _items(value)
+    if items is None:
+        return "value"
+    record = types.record_of(type(value))
+    if record is None:
+        return f"({', '.join(_describe(item) for item in items)})"
+    named = zip(record.fields, items, strict=True)
+    return f"{record.name}({', '.join(f'{f}={_describe(i)}' for f, i in named)})"
+
+
+def _pairwise(name: str, choice: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    """``choice(a, b)`` of single values; of tuples (or collections of one class) nested
+    alike, the tuple of the choices between their items.
+
+    Raises:
+        TypeError: ``a`` and ``b`` are nested differently.
+    """
+    if _nesting(a) != _nesting(b):
+        raise TypeError(
+            f"the branches of {name}() are {_describe(a)} and {_describe(b)}; a choice "
+            "between tuples is made item by item, so nest both branches alike"
+        )
+    return _chosen(choice, a, b)
+
+
+def _chosen(choice: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    items_a, items_b = _items(a), _items(b)
+    if items_a is None or items_b is None:
+        return choice(a, b)
+    return _like(a, [_chosen(choice, x, y) for x, y in zip(items_a, items_b, strict=True)])
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """The DSL builtin ``where(cond, a, b)``: ``a`` where ``cond`` holds, ``b`` elsewhere
+    (elementwise, like ``numpy.where``). Of two tuples nested alike (or two instances of one
+    dataclass or NamedTuple), the tuple of the choices between their items.
+
+    Raises:
+        TypeError: ``cond`` is a tuple, or the branches are nested differently.
+    """
+    if _items(cond) is not None:
+        raise TypeError("the mask of where() is one field or scalar, not a tuple")
+    return _pairwise("where", lambda x, y: _dispatch("where", (cond, x, y)), a, b)
+
+
+def concat_where(cond: Any, a: Any, b: Any) -> Any:
+    """The DSL builtin ``concat_where(cond, a, b)``: ``a`` where the condition on indices
+    holds (``K == 0``, ``I < n``, combined with ``& | ~``), ``b`` elsewhere; each is
+    evaluated only where it is chosen, so a boundary condition reads no halo. Of two tuples
+    nested alike, the tuple of the choices between their items.
+
+    Raises:
+        TypeError: the branches are nested differently, or neither of two items is a field.
+    """
+    return _pairwise(
+        "concat_where", lambda x, y: _dispatch("concat_where", (cond, x, y)), a, b
+    )
+
+
 sqrt = _make("sqrt")
 exp = _make("exp")
 log = _make("log")
@@ -179,10 +256,18 @@ fmod = _make("fmod")
 
 
 def astype(value: Any, dtype: Any) -> Any:
-    """Convert ``value`` to ``dtype`` (one of the DSL dtypes)."""
+    """Convert ``value`` to ``dtype`` (one of the DSL dtypes); a tuple (or a dataclass or
+    NamedTuple instance) item by item.
+
+    Raises:
+        TypeError: ``dtype`` is not a DSL dtype.
+    """
     resolved = as_dtype(dtype)
     if resolved is None:
         raise TypeError(f"astype() needs a DSL dtype, got {dtype!r}")
+    items = _items(value)
+    if items is not None:
+        return _like(value, [astype(item, resolved) for item in items])
     method = getattr(value, "__dsl_builtin__", None)
     if method is not None:
         return method("astype", (value, resolved))

@@ -113,6 +113,13 @@ def _in_domain(out: Any, domain: Any) -> Any:
     return out.__dsl_domain__(bounds)
 
 
+def _per_output(domain: Any) -> bool:
+    """Whether ``domain`` is a program's one ``domain=`` per output: a tuple of dicts (nested
+    like ``out=``), not a direct call's tuple of slices."""
+    leaves = _flattened(domain) if isinstance(domain, tuple) else ()
+    return bool(leaves) and all(isinstance(leaf, dict) for leaf in leaves)
+
+
 #: The entry-point group whose one entry names the backend of programs given none
 #: (stencilforge's own: ``backends:DEFAULT_BACKEND``, the embedded NumPy backend).
 DEFAULT_BACKEND_GROUP = "stencilforge.default_backend"
@@ -398,6 +405,8 @@ class FieldOperator(_Definition):
             hasattr(a, "__dsl_builtin__")
             for a in (*_flattened(args), *_flattened(tuple(kwargs.values())), *outputs)
         ):
+            if _per_output(domain):
+                return self._evaluate_per_domain(args, kwargs, out, domain)
             return self._evaluate_embedded(args, kwargs, _in_domain(out, domain))
         if out is None:
             raise TypeError(
@@ -432,6 +441,33 @@ class FieldOperator(_Definition):
         for target, value in zip(outputs, results, strict=True):
             target.__dsl_assign__(value)
         return None
+
+    def _evaluate_per_domain(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: tuple[Any, ...]
+    ) -> None:
+        """A program's call with one ``domain=`` per output, evaluated embedded: once per
+        distinct domain, as the compiled program runs one stencil per domain, writing the
+        outputs of that domain."""
+        outputs, domains = _flattened(out), _flattened(domain)
+        if len(outputs) != len(domains):
+            raise TypeError(
+                f"the call of {self.name!r} gives {len(domains)} domain(s) for "
+                f"{len(outputs)} output(s); give one domain per output, nested like out="
+            )
+        groups: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+        for position, (output, bounds) in enumerate(zip(outputs, domains, strict=True)):
+            key = tuple(sorted((dim.name, int(lo), int(hi)) for dim, (lo, hi) in bounds.items()))
+            groups.setdefault(key, []).append((position, _in_domain(output, bounds)))
+        for members in groups.values():
+            with evaluating_embedded(), output_domain(tuple(cut for _, cut in members)):
+                results = _flattened(self._embedded_function()(*args, **kwargs))
+            if len(results) != len(outputs):
+                raise TypeError(
+                    f"{self.name!r} returns {len(results)} field(s) but out= gives "
+                    f"{len(outputs)}"
+                )
+            for position, cut in members:
+                cut.__dsl_assign__(results[position])
 
     def _direct_definition(self, domain: Any) -> ProgramDefinition:
         if domain is None:

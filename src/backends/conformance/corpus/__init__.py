@@ -5,12 +5,13 @@ reference (see :mod:`backends.conformance.corpus.cases`). Together the cases cov
 construct of the DSL: shifts (several in one call, asymmetric, in K), each arithmetic operator,
 each comparison, ``& | ~``, ``where`` (nested, with literals), every math builtin, ``astype``
 both ways, each dtype, scalar parameters of several dtypes, literals typed like NumPy 2 weak
-scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of
-programs too), named collections (dataclasses and NamedTuples), fields of fewer dimensions
-broadcast against 3D ones, multi-call programs with temporaries, out slices
-and ``domain=``, scans, boundary conditions, 0-D fields, and the reference workloads
-``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`, one module of features
-each; :data:`FEATURES` lists them in a fixed order.
+scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of programs
+too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
+collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
+ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
+scans, boundary conditions, 0-D fields, and the reference workloads ``laplacian`` and
+``hdiff``. The cases are grouped by :class:`Feature`, one module of features each;
+:data:`FEATURES` lists them in a fixed order.
 
 Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
 references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
@@ -24,9 +25,11 @@ from backends.conformance.corpus import (
     composition,
     domains,
     dtypes,
+    output_domains,
     scalars,
     scans,
     semantics,
+    tuple_choices,
     tuples,
 )
 from backends.conformance.corpus.cases import (
@@ -98,6 +101,8 @@ FEATURES: tuple[Feature, ...] = (
     composition.MULTI_CALL_PROGRAMS,
     tuples.TUPLES,
     tuples.TUPLE_PROGRAMS,
+    tuple_choices.TUPLE_CHOICES,
+    output_domains.OUTPUT_DOMAINS,
     collections_.NAMED_COLLECTIONS,
     domains.BROADCASTING,
     domains.SHIFTS_AND_DOMAINS,

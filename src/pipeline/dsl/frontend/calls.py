@@ -9,10 +9,9 @@ from collections.abc import Callable, Sequence
 
 from pipeline.dsl.builtins import BUILTIN_ARITY, DType, builtin_name
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
-from pipeline.dsl.frontend.indices import region
 from pipeline.dsl.frontend.names import NameResolver
 from pipeline.dsl.frontend.source import FunctionSource
-from pipeline.dsl.ir.nodes import Call, Cast, ConcatWhere, Expr
+from pipeline.dsl.ir.nodes import Call, Cast, Expr
 from pipeline.dsl.types import as_dtype
 
 __all__ = ["builtin_call", "call_arguments"]
@@ -25,7 +24,8 @@ def builtin_call(
     node: ast.Call, value: object, names: NameResolver, expr: Callable[[ast.expr], Expr]
 ) -> Expr:
     """The call ``node`` of ``value``, a conversion (``float64(x)``, ``int(x)``) or a DSL
-    builtin, with its arguments parsed by ``expr``.
+    builtin other than those of tuples too (``choices.ELEMENTWISE_BUILTINS``), with its
+    arguments parsed by ``expr``.
 
     Raises:
         DSLTypeError: ``value`` is neither, or the arguments do not fit it.
@@ -39,22 +39,6 @@ def builtin_call(
         assert dtype is not None
         return Cast(expr(node.args[0]), dtype, constructor=constructor, loc=loc)
     name = builtin_name(value)
-    if name == "astype":
-        if len(node.args) != 2:
-            raise names.error(DSLTypeError, "astype() takes a value and a dtype", node)
-        dtype = as_dtype(names.resolve_constant(node.args[1]))
-        if dtype is None:
-            raise names.error(
-                DSLTypeError,
-                "the second argument of astype() must be a DSL dtype (float64, ...)",
-                node.args[1],
-            )
-        return Cast(expr(node.args[0]), dtype, loc=loc)
-    if name == "concat_where":
-        if len(node.args) != 3:
-            raise names.error(DSLTypeError, "concat_where() takes a condition and two values", node)
-        condition = region(names, node.args[0])
-        return ConcatWhere(condition, expr(node.args[1]), expr(node.args[2]), loc=loc)
     if name is None:
         raise names.error(
             DSLTypeError,

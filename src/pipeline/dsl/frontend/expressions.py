@@ -13,10 +13,11 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from pipeline.dsl.builtins import SCALAR_CHOICE, builtin_name
+from pipeline.dsl.builtins import builtin_name
 from pipeline.dsl.errors import DSLError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.annotations import evaluated_annotations
 from pipeline.dsl.frontend.calls import builtin_call, call_arguments
+from pipeline.dsl.frontend.choices import ELEMENTWISE_BUILTINS, conditional, elementwise_builtin
 from pipeline.dsl.frontend.indices import offsets
 from pipeline.dsl.frontend.names import MISSING, NameResolver, is_field_operator, is_scan_operator
 from pipeline.dsl.frontend.shifts import shift_expr
@@ -36,7 +37,6 @@ from pipeline.dsl.frontend.tuples import (
 from pipeline.dsl.ir.nodes import (
     Assign,
     BinaryOp,
-    Call,
     Expr,
     FieldOperatorIR,
     Literal,
@@ -109,9 +109,8 @@ class ExpressionParser:
                     "a scan operator's values are per point: choose with where(c, a, b)",
                     node,
                 )
-            case ast.IfExp(test=test, body=then, orelse=otherwise):
-                choices = (self.expr(test), self.expr(then), self.expr(otherwise))
-                return Call(SCALAR_CHOICE, choices, loc=loc)
+            case ast.IfExp():
+                return self._single(node, self.structured(node))
             case ast.Subscript(slice=index) if tuple_index(index) is not None:
                 return self._item(node)
             case ast.Subscript():
@@ -228,6 +227,10 @@ class ExpressionParser:
                 "keyword arguments are only supported in calls of field operators",
                 node.keywords[0],
             )
+        name = builtin_name(value)
+        if name in ELEMENTWISE_BUILTINS:
+            assert name is not None
+            return self._single(node, elementwise_builtin(node, name, self.names, self.structured))
         return builtin_call(node, value, self.names, self.expr)
 
     def _shifted_variable(self, node: ast.Call, callee: ast.Name) -> Expr:
@@ -310,6 +313,8 @@ class ExpressionParser:
                 return self._tuple_item(node, self.structured(base), tuple_index(index_node))
             case ast.Attribute(value=base, attr=field) if self._holds_values(base):
                 return self._field(node, self.structured(base), field)
+            case ast.IfExp() if not self.in_scan:
+                return conditional(node, self.names, self.expr, self.structured)
             case ast.Call(func=ast.Name() | ast.Attribute() as callee) if not (
                 isinstance(callee, ast.Attribute) and self._holds_values(callee.value)
             ):
@@ -317,6 +322,10 @@ class ExpressionParser:
                 record = record_of(value)
                 if record is not None:
                     return self._collection(node, record)
+                builtin = builtin_name(value)
+                if builtin in ELEMENTWISE_BUILTINS and not node.keywords:
+                    assert builtin is not None
+                    return elementwise_builtin(node, builtin, self.names, self.structured)
                 results = self._tuple_results(node, value, loc)
                 if results is not None:
                     return results

@@ -18,7 +18,13 @@ from pipeline.dsl.frontend.operators import body_parser, parse_field_operator, p
 from pipeline.dsl.frontend.program_tuples import ProgramTuples, resolved_leaves
 from pipeline.dsl.frontend.source import function_source
 from pipeline.dsl.frontend.statements import without_docstring
-from pipeline.dsl.frontend.tuples import Names, as_tuple_shape, describe_shape, shape
+from pipeline.dsl.frontend.tuples import (
+    Names,
+    as_tuple_shape,
+    describe_shape,
+    flat_items,
+    shape,
+)
 from pipeline.dsl.ir.nodes import (
     Expr,
     FieldOperatorIR,
@@ -170,9 +176,46 @@ def _outputs(
             "as in Python's unpacking",
             out_node,
         )
-    if "domain" in keywords:
-        outputs = _with_domain(outputs, keywords["domain"].value, parser, params, tuples)
-    return outputs
+    if "domain" not in keywords:
+        return outputs
+    domain_node = keywords["domain"].value
+    if isinstance(domain_node, ast.Tuple):
+        return _with_domains(outputs, domain_node, shape(resolved), parser, params, tuples)
+    return _with_domain(outputs, domain_node, parser, params, tuples)
+
+
+def _with_domains(
+    outputs: tuple[OutputTarget, ...],
+    node: ast.Tuple,
+    out_nesting: object,
+    parser: ExpressionParser,
+    params: Mapping[str, Type],
+    tuples: ProgramTuples,
+) -> tuple[OutputTarget, ...]:
+    """``outputs`` each restricted to its own domain of ``domain=(dom_x, (dom_y, dom_z))``,
+    nested like ``out=`` (whose nesting is ``out_nesting``).
+
+    Raises:
+        DSLTypeError: the domains are nested otherwise than ``out=``.
+    """
+    if _plain(shape(node)) != _plain(out_nesting):
+        raise parser.error(
+            DSLTypeError,
+            f"domain= gives one domain per output, nested like out=, which is "
+            f"{describe_shape(_plain(out_nesting))}; this domain= is nested as "
+            f"{describe_shape(shape(node))}",
+            node,
+        )
+    return tuple(
+        _with_domain((target,), item, parser, params, tuples)[0]
+        for target, item in zip(outputs, flat_items(node), strict=True)
+    )
+
+
+def _plain(nesting: object) -> object:
+    """``nesting`` with named collections as plain tuples: a domain per field of a
+    collection is written as a tuple."""
+    return tuple(_plain(item) for item in nesting) if isinstance(nesting, tuple) else nesting
 
 
 def _stencil_arguments(

@@ -1,9 +1,14 @@
-"""Splitting: a call whose outputs span different dimensions becomes one stencil per group.
+"""Splitting: a call whose outputs span different dimensions or domains becomes one stencil
+per group.
 
 Loop-nest translations iterate one domain per stencil, so ``op(..., out=(field_3d,
-field_2d))`` is split into a stencil for the 3-D outputs and one for the 2-D ones, each with
-the whole body (translations compute only the locals their results read). The order of
-writes changes, so a call whose group reads a field another group writes is refused.
+field_2d))`` is split into a stencil for the 3-D outputs and one for the 2-D ones, and
+``op(..., out=(x, y), domain=(dom_x, dom_y))`` (or outputs sliced differently) into one per
+domain, each with the whole body (translations compute only the locals their results read).
+Outputs with the same dimensions and the same slices stay one stencil (their domains may
+still differ at run time, with arrays of different shapes: the argument checks refuse that).
+The order of writes changes, so a call whose group reads a field another group writes is
+refused.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ __all__ = ["split_by_output_dimensions"]
 
 
 def _split(program: ProgramIR, stencil: Stencil) -> tuple[Stencil, ...]:
-    groups: dict[frozenset[str], list[int]] = {}
+    groups: dict[tuple[frozenset[str], object], list[int]] = {}
     for position, target in enumerate(stencil.outputs):
         target_type = program.param(target.name).type
         assert isinstance(target_type, FieldType)
-        groups.setdefault(frozenset(target_type.dim_names), []).append(position)
+        key = (frozenset(target_type.dim_names), target.slices)
+        groups.setdefault(key, []).append(position)
     if len(groups) == 1:
         return (stencil,)
     definitions = {a.targets[0]: a.value for a in stencil.body}
@@ -48,8 +54,8 @@ def _split(program: ProgramIR, stencil: Stencil) -> tuple[Stencil, ...]:
                 raise DSLTypeError.at(
                     stencil.loc,
                     f"{program.name}: the call of {stencil.operator_name!r} writes fields over "
-                    f"different dimensions and also reads {sorted(clash)[0]!r}, which it "
-                    "writes; pass the input and the output as separate arrays",
+                    f"different dimensions or domains and also reads {sorted(clash)[0]!r}, "
+                    "which it writes; pass the input and the output as separate arrays",
                 )
     return tuple(
         attrs.evolve(
