@@ -194,16 +194,34 @@ def warm_worker() -> int:
     return os.getpid()
 
 
-def started_pool(workers: int) -> ProcessPoolExecutor:
+def started_pool(workers: int) -> tuple[ProcessPoolExecutor, tuple[int, ...]]:
     """A spawn process pool whose ``workers`` processes are running and warm (a spawn pool
-    starts a worker when a task finds none idle, so the first tasks are submitted at once)."""
+    starts a worker when a task finds none idle, so the first tasks are submitted at once),
+    and their process ids."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     seen: set[int] = set()
     for _ in range(10):
         seen |= {f.result() for f in [pool.submit(warm_worker) for _ in range(workers)]}
         if len(seen) >= workers:
             break
-    return pool
+    return pool, tuple(sorted(seen))
+
+
+def processor_seconds(workers: tuple[int, ...]) -> float:
+    """The processor time used so far by this process, the children it waited for, and the
+    worker processes ``workers`` with the children they waited for (their compilers);
+    Linux's ``/proc`` (elsewhere, this process's alone)."""
+    own = os.times()
+    total = own.user + own.system + own.children_user + own.children_system
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in workers:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        total += sum(int(field) for field in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
 
 
 @attrs.frozen
@@ -214,6 +232,8 @@ class Turn:
     seconds: float
     setup_builds: Builds
     builds: Builds
+    #: The programs' part's processor time, the caller's and the workers' (compilers included).
+    processor_seconds: float
 
 
 @attrs.frozen
@@ -223,6 +243,7 @@ class Runner:
     name: str
     workers: int
     executor: Callable[[], Executor | None]
+    pids: tuple[int, ...] = ()
 
 
 def take_turn(runner: Runner, root: Path, setup: Any, programs: list[Any],
@@ -241,11 +262,13 @@ def take_turn(runner: Runner, root: Path, setup: Any, programs: list[Any],
     with contextlib.ExitStack() as stack:
         if events is not None:
             stack.enter_context(subscribe(events.append))
+        processor = processor_seconds(runner.pids)
         start = time.perf_counter()
         compile_many(jobs, executor=runner.executor(), progress=False)
         seconds = time.perf_counter() - start
+        processor = processor_seconds(runner.pids) - processor
     lines = log.read_text().splitlines()[len(setup_lines):]
-    return Turn(setup_seconds, seconds, Builds.of(setup_lines), Builds.of(lines))
+    return Turn(setup_seconds, seconds, Builds.of(setup_lines), Builds.of(lines), processor)
 
 
 @attrs.frozen
@@ -293,22 +316,18 @@ def profiled_serial_turn(runner: Runner, root: Path, setup: Any,
     """``take_turn`` of the serial runner, with the programs' stage seconds and the processor
     time (this process and the compilers it ran) of the whole turn."""
     events: list[StageEvent] = []
-    before = os.times()
     turn = take_turn(runner, root, setup, programs, events)
-    after = os.times()
-    processor = sum(after[:4]) - sum(before[:4])
     stages: dict[str, float] = {}
     for event in events:
         stages[event.stage] = stages.get(event.stage, 0.0) + event.seconds
-    # The set-up's processor time is not the programs': take its share out by wall time.
-    share = turn.seconds / (turn.seconds + turn.setup_seconds)
-    return turn, Profile(len(programs), turn.seconds, processor * share, stages)
+    return turn, Profile(len(programs), turn.seconds, turn.processor_seconds, stages)
 
 
 @contextlib.contextmanager
-def dask_client(workers: int) -> Iterator[tuple[Any, float]]:
-    """A client of a fresh loopback LocalCluster of ``workers`` processes, and the seconds
-    its workers took to import stencilforge (done before anything is timed)."""
+def dask_client(workers: int) -> Iterator[tuple[Any, float, tuple[int, ...]]]:
+    """A client of a fresh loopback LocalCluster of ``workers`` processes, the seconds its
+    workers took to import stencilforge (done before anything is timed), and their process
+    ids."""
     import distributed  # noqa: PLC0415  (optional: the dask extra)
 
     with distributed.LocalCluster(  # type: ignore[no-untyped-call]
@@ -316,8 +335,8 @@ def dask_client(workers: int) -> Iterator[tuple[Any, float]]:
         dashboard_address=None,
     ) as cluster, distributed.Client(cluster) as client:  # type: ignore[no-untyped-call]
         start = time.perf_counter()
-        client.run(warm_worker)
-        yield client, time.perf_counter() - start
+        pids = client.run(warm_worker)
+        yield client, time.perf_counter() - start, tuple(sorted(pids.values()))
 
 
 def fleet_line(client: Any, root: Path, programs: list[Any], fleet: int) -> str:
@@ -359,31 +378,45 @@ def _builds_column(turns: list[Turn], programs: int) -> str:
 
 
 def report(runners: list[Runner], turns: dict[str, list[Turn]], programs: int) -> list[str]:
-    """The table: each runner's median seconds, speed-up over serial, overhead, builds per
-    program, and the same with the machine set-up inside the timed region (a cold machine)."""
+    """Two tables of medians. New programs on a set-up machine: seconds, speed-up over
+    serial, overhead (seconds over the serial time shared among the workers), processor
+    time per program (caller, workers and compilers) and the speed-up a quiet machine would
+    give (the workers' share of the serial processor time: ``workers * serial / runner``),
+    builds per program. A cold machine: the set-up, and the set-up and programs together."""
     serial = turns[runners[0].name]
-    lines = [f"  {'runner':<24} {'programs':>8} {'speed-up':>8} {'overhead':>13}  "
-             f"{'builds':<14} {'set-up':>7} {'cold total':>10} {'speed-up':>8}"]
+    serial_seconds = statistics.median(t.seconds for t in serial)
+    serial_processor = statistics.median(t.processor_seconds for t in serial)
+    lines = ["  new programs on a set-up machine:",
+             f"  {'runner':<24} {'wall':>8} {'speed-up':>8} {'overhead':>13} "
+             f"{'processor':>13} {'quiet est.':>10}  builds"]
     for runner in runners:
         mine = turns[runner.name]
         seconds = statistics.median(t.seconds for t in mine)
         ratio = _median_ratio([t.seconds for t in serial], [t.seconds for t in mine])
-        serial_seconds = statistics.median(t.seconds for t in serial)
         overhead = max(seconds - serial_seconds / runner.workers, 0.0) / programs
+        processor = statistics.median(t.processor_seconds for t in mine)
+        quiet = runner.workers * serial_processor / processor
+        lines.append(
+            f"  {runner.name:<24} {seconds:6.2f} s {ratio:7.2f}x {overhead * 1e3:5.1f} ms/prog "
+            f"{processor / programs * 1e3:5.1f} ms/prog {quiet:9.2f}x  "
+            f"{_builds_column(mine, programs)}"
+        )
+    lines += ["  a cold machine (each turn's set-up, one other program, then the programs):",
+              f"  {'runner':<24} {'set-up':>8} {'total':>8} {'speed-up':>8}"]
+    for runner in runners:
+        mine = turns[runner.name]
         cold = [t.setup_seconds + t.seconds for t in mine]
         cold_ratio = _median_ratio([t.setup_seconds + t.seconds for t in serial], cold)
         lines.append(
-            f"  {runner.name:<24} {seconds:6.2f} s {ratio:7.2f}x {overhead * 1e3:5.1f} ms/prog  "
-            f"{_builds_column(mine, programs):<14} "
-            f"{statistics.median(t.setup_seconds for t in mine):5.2f} s "
-            f"{statistics.median(cold):8.2f} s {cold_ratio:7.2f}x"
+            f"  {runner.name:<24} {statistics.median(t.setup_seconds for t in mine):6.2f} s "
+            f"{statistics.median(cold):6.2f} s {cold_ratio:7.2f}x"
         )
     setup = Counter[str]()
     for turn in serial:
         setup.update(turn.setup_builds.kinds)
     kinds = sorted(setup, key=lambda kind: (kind != "program", kind))
     lines.append(
-        "  builds of each turn's machine set-up (one other program): "
+        "  builds of each turn's machine set-up: "
         + ", ".join(f"{setup[k] / len(serial):g} {k}" for k in kinds)
     )
     lines.extend(f"    {k}: {BUILD_KINDS[k]}" for k in kinds if k in BUILD_KINDS)
@@ -395,13 +428,15 @@ def _run(args: argparse.Namespace, root: Path, programs: list[Any], setup: Any) 
     cores = os.cpu_count() or 1
     lines: list[str] = []
     with contextlib.ExitStack() as stack:
-        pool = stack.enter_context(started_pool(args.workers))
+        pool, pool_pids = started_pool(args.workers)
+        stack.enter_context(pool)
         runners = [Runner("serial", 1, lambda: None),
-                   Runner(f"process pool of {args.workers}", args.workers, lambda: pool)]
+                   Runner(f"process pool of {args.workers}", args.workers, lambda: pool,
+                          pool_pids)]
         if importlib.util.find_spec("distributed") is not None:
-            client, imports = stack.enter_context(dask_client(args.workers))
+            client, imports, dask_pids = stack.enter_context(dask_client(args.workers))
             runners.append(Runner(f"Dask LocalCluster of {args.workers}", args.workers,
-                                  client.get_executor))
+                                  client.get_executor, dask_pids))
             lines.append(f"  (the Dask workers' first import of stencilforge, before timing: "
                          f"{imports:.2f} s)")
         load = os.getloadavg()[0]
@@ -451,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in _run(args, root, programs, setup):
             print(line, flush=True)
         if importlib.util.find_spec("distributed") is not None:
-            with dask_client(args.fleet) as (client, _):
+            with dask_client(args.fleet) as (client, _, _):
                 print("  " + fleet_line(client, root / "fleet", programs, args.fleet))
         else:
             print("  Dask not installed (pip install 'stencilforge[dask]'): no Dask rows")
