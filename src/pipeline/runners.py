@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import multiprocessing
+import os
 import pickle
 import threading
 import warnings
@@ -100,6 +101,17 @@ class _Job:
 #: pipeline (and opens its disk caches) once, not once per program. The caller never reads it.
 _RECEIVED: cachetools.LRUCache[str, Pipeline] = cachetools.LRUCache(maxsize=8)
 _RECEIVED_LOCK = threading.Lock()
+
+
+def _forget_received() -> None:
+    """A forked child starts with none: its parent's locks and open stores are not its own."""
+    global _RECEIVED, _RECEIVED_LOCK  # noqa: PLW0603  (replaced, not shared, after a fork)
+    _RECEIVED = cachetools.LRUCache(maxsize=8)
+    _RECEIVED_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_received)
 
 
 @attrs.frozen

@@ -7,6 +7,7 @@ IR crosses, so user functions need not be importable there.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 import warnings
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -22,6 +23,7 @@ from backends import CompiledBackend
 from backends.c import CCompilation, c_cpu_pipeline
 from pipeline import CompileError, StageEvent, compile_many, subscribe
 from pipeline.runners import BUILD_JOBS_VARIABLE, build_executor
+from pipeline.steps import identity
 
 TEMPLATE = '''
 from pipeline.dsl import Dimension, Field, field_operator, float64, program
@@ -243,6 +245,27 @@ def test_a_pipeline_the_workers_cannot_unpickle_is_an_error_naming_each_program(
         assert isinstance(error, CompileError)
         assert "could not unpickle the pipeline" in str(error)
         assert "steps_only_the_caller_has" in str(error)
+
+
+def received_count():
+    from pipeline import runners  # noqa: PLC0415
+
+    return len(runners._RECEIVED)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_worker_does_not_reuse_the_parents_received_pipelines(tmp_path):
+    from pipeline import runners  # noqa: PLC0415
+
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path, compiler)
+    # As a Dask client with processes=False does: this process receives a pipeline (a
+    # worker's: without the caller's frontend and loading).
+    shipped = attrs.evolve(backend.pipeline, frontend=identity, loading=identity)
+    runners._ShippedPipeline.of(shipped).received()
+    assert received_count() >= 1
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(received_count).result(timeout=60) == 0
 
 
 class RecordingPool(ThreadPoolExecutor):
