@@ -168,6 +168,16 @@ class Builds:
         per_program = Counter(program_of(line) for line in lines if build_kind(line) == "program")
         return cls(kinds, tuple(sorted(p for p, n in per_program.items() if n > 1)))
 
+    def each_program_once(self, programs: int) -> bool:
+        """Whether ``programs`` program builds were made, none of them twice."""
+        return self.kinds["program"] == programs and not self.repeated
+
+    def others_once_per_machine(self) -> bool:
+        """Whether every other build is a once-per-machine kind, made once."""
+        return all(
+            n == 1 and kind in BUILD_KINDS for kind, n in self.kinds.items() if kind != "program"
+        )
+
     def describe(self) -> str:
         parts = [f"{n} {kind}" + ("s" if n > 1 else "") for kind, n in sorted(self.kinds.items())]
         again = f"; built more than once: {', '.join(self.repeated)}" if self.repeated else ""
@@ -349,13 +359,15 @@ def fleet_line(client: Any, root: Path, programs: list[Any], fleet: int) -> str:
     seconds = time.perf_counter() - start
     lines = log.read_text().splitlines()
     builds = Builds.of(lines)
-    once = builds.kinds["program"] == len(programs) and not builds.repeated
+    once = builds.each_program_once(len(programs))
+    per_machine = builds.others_once_per_machine()
     return (
         f"fleet: {fleet} Dask workers, one cold cache, every program asked twice: "
-        f"{len(lines)} builds for {len(programs)} programs in {seconds:.1f} s: "
-        f"{builds.describe()}; "
-        + ("each program once; the others are one each per machine (this fleet is one)"
-           if once else "NOT each program once")
+        f"{len(lines)} builds for {len(programs)} programs in {seconds:.1f} s "
+        f"({builds.kinds['program'] / len(programs):.2f} per program): {builds.describe()}; "
+        + ("each program once" if once else "NOT each program once")
+        + ("; the others one each, of the once-per-machine kinds (this fleet is one machine)"
+           if per_machine else "; NOT only once-per-machine builds besides")
     )
 
 

@@ -23,6 +23,16 @@ def test_a_program_built_twice_is_reported():
     assert builds.kinds == {"program": 3, "launcher": 1}
     assert builds.repeated == ("sf_program_1",)
     assert "built more than once: sf_program_1" in builds.describe()
+    assert not builds.each_program_once(2)
+
+
+def test_a_fleet_passes_with_each_program_once_and_one_of_each_machine_build():
+    lines = ["/a/sf_program_1_0123456789abcdef.so", "/a/sf_program_2_fedcba9876543210.so",
+             "/t/sf_launcher.so", "/c/support/sf_support.o", "/c/tmp/measure-1/measure"]
+    builds = Builds.of(lines)
+    assert builds.each_program_once(2) and builds.others_once_per_machine()
+    assert not Builds.of([*lines, "/t2/sf_launcher.so"]).others_once_per_machine()
+    assert not Builds.of([*lines, "/x/a.out"]).others_once_per_machine()
 
 
 def test_a_turn_counts_the_set_up_apart_from_the_programs(tmp_path, monkeypatch):
