@@ -2,8 +2,9 @@
 
 The data's path for each job (program, example arguments)::
 
-    caller   Dispatcher.concrete -> pipeline.program (the frontend)
-               | the program (the DSL's leaves its definition here) + the steps, pickled
+    caller   Dispatcher.concrete -> pipeline.program (the frontend), submitted at once
+               | the program (the DSL's leaves its definition here), pickled; the steps,
+               | pickled once per batch and unpickled once per worker process
     worker   pipeline.translate -> pipeline.compile   (idempotent: the disk caches' single
                | ProgramSource, artifact and the       flight builds each program once)
                | stage events, pickled back
