@@ -407,10 +407,12 @@ def report(runners: list[Runner], turns: dict[str, list[Turn]], programs: int) -
         ratio = _median_ratio([t.seconds for t in serial], [t.seconds for t in mine])
         overhead = max(seconds - serial_seconds / runner.workers, 0.0) / programs
         processor = statistics.median(t.processor_seconds for t in mine)
-        quiet = runner.workers * serial_processor / processor
+        # Without /proc the workers' processor time is not seen: no estimate.
+        seen = not runner.pids or Path("/proc/self/stat").exists()
+        quiet = f"{runner.workers * serial_processor / processor:9.2f}x" if seen else "      n/a"
         lines.append(
             f"  {runner.name:<24} {seconds:6.2f} s {ratio:7.2f}x {overhead * 1e3:5.1f} ms/prog "
-            f"{processor / programs * 1e3:5.1f} ms/prog {quiet:9.2f}x  "
+            f"{processor / programs * 1e3:5.1f} ms/prog {quiet}  "
             f"{_builds_column(mine, programs)}"
         )
     lines += ["  a cold machine (each turn's set-up, one other program, then the programs):",
