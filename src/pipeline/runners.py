@@ -2,8 +2,9 @@
 
 The data's path for each job (program, example arguments)::
 
-    caller   Dispatcher.concrete -> pipeline.program (the frontend)
-               | the program (the DSL's leaves its definition here) + the steps, pickled
+    caller   Dispatcher.concrete -> pipeline.program (the frontend), submitted at once
+               | the program (the DSL's leaves its definition here), pickled; the steps,
+               | pickled once per batch and unpickled once per worker process
     worker   pipeline.translate -> pipeline.compile   (idempotent: the disk caches' single
                | ProgramSource, artifact and the       flight builds each program once)
                | stage events, pickled back
@@ -19,9 +20,12 @@ here; nothing is started at import.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import multiprocessing
+import os
 import pickle
+import threading
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -30,6 +34,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+import cachetools
 
 from pipeline.config import BUILD_JOBS_VARIABLE, build_jobs
 from pipeline.errors import CompileError
@@ -52,6 +57,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+Pipeline = CompilePipeline[Any, Any, Any, Any, Any]
 
 
 class Dispatched(Protocol):
@@ -88,14 +94,70 @@ class _Job:
     concrete: ConcreteDefinition[Any]
     program: object
     # The pipeline a worker runs: the frontend and loading stay in the caller.
-    pipeline: CompilePipeline[Any, Any, Any, Any, Any]
+    pipeline: Pipeline
+
+
+#: The pipelines this process received as a compile worker, by the digest of their pickle: a
+#: per-process memo (bounded, least recently used first out), so that a worker unpickles a
+#: pipeline (and opens its disk caches) once, not once per program. The caller never reads it.
+_RECEIVED: cachetools.LRUCache[str, Pipeline] = cachetools.LRUCache(maxsize=8)
+_RECEIVED_LOCK = threading.Lock()
+
+
+def _forget_received() -> None:
+    """A forked child starts with none: its parent's locks and open stores are not its own."""
+    global _RECEIVED, _RECEIVED_LOCK  # noqa: PLW0603  (replaced, not shared, after a fork)
+    _RECEIVED = cachetools.LRUCache(maxsize=8)
+    _RECEIVED_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_received)
+
+
+@attrs.frozen
+class _ShippedPipeline:
+    """A worker's pipeline, pickled once by the caller for every program of a batch.
+
+    A worker process unpickles it the first time it receives it and reuses it for every
+    later program (``received``): the same steps and caches as a fresh unpickling, opened once.
+    """
+
+    digest: str
+    data: bytes = attrs.field(repr=False)
+
+    @classmethod
+    def of(cls, pipeline: Pipeline) -> _ShippedPipeline:
+        """``pipeline`` pickled (raises what ``pickle.dumps`` raises)."""
+        data = pickle.dumps(pipeline)
+        return cls(hashlib.sha256(data).hexdigest(), data)
+
+    def received(self) -> Pipeline:
+        """The pipeline, unpickled in this process at most once while it is remembered."""
+        with _RECEIVED_LOCK:
+            found = _RECEIVED.get(self.digest)
+        if found is None:
+            found = pickle.loads(self.data)
+            with _RECEIVED_LOCK:
+                _RECEIVED[self.digest] = found
+        return found
 
 
 def _translate_and_compile(
-    pipeline: CompilePipeline[Any, Any, Any, Any, Any], program: object, name: str
+    pipeline: Pipeline | _ShippedPipeline, program: object, name: str
 ) -> _Built:
     """The worker's task: translation then compilation, their stage events recorded for the
-    caller. Failures name the stage."""
+    caller. Failures name the program and the stage."""
+    if isinstance(pipeline, _ShippedPipeline):
+        try:
+            pipeline = pipeline.received()
+        except Exception as error:  # unpickling runs the steps' imports: any error is possible
+            raise CompileError(
+                name,
+                "translation",
+                f"the worker could not unpickle the pipeline ({type(error).__name__}: "
+                f"{error}); every module that defines a step must be importable in the workers",
+            ) from error
     stage = "translation"
     try:
         with recorded() as events:
@@ -134,12 +196,77 @@ def _install(job: _Job, built: _Built) -> Compiled[Any, Any]:
     return Compiled(job.dispatcher, job.concrete, found)
 
 
-def _unpicklable(job: _Job) -> str | None:
+def _not_picklable(value: object) -> str | None:
+    """Why ``value`` cannot be pickled, or None when it can."""
     try:
-        pickle.dumps((job.pipeline, job.program))
+        pickle.dumps(value)
     except Exception as error:  # pickle raises many kinds; each means "not shippable"
         return f"{type(error).__name__}: {error}"
     return None
+
+
+def _shipped(pipeline: Pipeline) -> _ShippedPipeline | str:
+    """``pipeline`` pickled for the workers, or why it cannot be."""
+    try:
+        return _ShippedPipeline.of(pipeline)
+    except Exception as error:  # pickle raises many kinds; each means "not shippable"
+        return f"{type(error).__name__}: {error}"
+
+
+class _Batch:
+    """The jobs of one ``compile_many`` call on ``pool``, each submitted as soon as its
+    frontend is done, so the workers start on the first program while the caller runs the
+    frontends of the next.
+
+    Each distinct pipeline is pickled once for the whole batch (not once per program); a job
+    whose pipeline or program cannot be pickled compiles in the caller.
+    """
+
+    def __init__(self, pool: Executor | None) -> None:
+        self._pool = pool
+        self._threads = isinstance(pool, ThreadPoolExecutor)
+        # By the id of the backend's pipeline, kept alive beside what was made of it.
+        self._shipped: dict[int, tuple[Pipeline, _ShippedPipeline | str]] = {}
+        self._futures: dict[Future[_Built], tuple[int, _Job]] = {}
+        self._here: list[tuple[int, _Job, str]] = []
+
+    def add(self, index: int, job: _Job) -> None:
+        """Submit ``job`` (in the caller: keep it for ``completed``)."""
+        if self._pool is None:
+            self._here.append((index, job, ""))
+            return
+        task: Pipeline | _ShippedPipeline | str = job.pipeline
+        if not self._threads:
+            task = self._shipping(job)
+            if not isinstance(task, str):
+                task = _not_picklable(job.program) or task
+        if isinstance(task, str):
+            self._here.append((index, job, task))
+            return
+        future = self._pool.submit(_translate_and_compile, task, job.program, job.name)
+        self._futures[future] = (index, job)
+
+    def _shipping(self, job: _Job) -> _ShippedPipeline | str:
+        backend_pipeline = job.dispatcher.backend.pipeline
+        found = self._shipped.get(id(backend_pipeline))
+        if found is None:
+            found = (backend_pipeline, _shipped(job.pipeline))
+            self._shipped[id(backend_pipeline)] = found
+        return found[1]
+
+    def completed(self) -> Iterator[tuple[int, _Job, Future[_Built]]]:
+        """Every job's future, as it completes: first those compiled in the caller (with one
+        warning for those an executor could not take), then the workers', as they finish."""
+        refused = [(job.name, reason) for _, job, reason in self._here if reason]
+        if refused:
+            _warn_caller_compiles([name for name, _ in refused], refused[0][1])
+        for index, job, _ in self._here:
+            yield index, job, _completed(job)
+        from concurrent.futures import as_completed  # noqa: PLC0415
+
+        for future in as_completed(self._futures):
+            index, job = self._futures[future]
+            yield index, job, future
 
 
 def compile_many(
@@ -149,6 +276,10 @@ def compile_many(
     progress: bool | None = None,
 ) -> list[Compiled[Any, Any]]:
     """Compile every ``(program, example_args)`` and install each in its program.
+
+    Each program's frontend runs in the caller and the program is submitted at once, so the
+    workers translate and compile while the caller runs the next frontends; results are
+    loaded in the caller as they come back.
 
     Args:
         jobs: programs with example arguments (the signature to compile for).
@@ -167,19 +298,16 @@ def compile_many(
     """
     jobs = list(jobs)
     errors: list[Exception] = []
-    prepared: list[_Job | None] = []
-    for program, args in jobs:
-        try:
-            prepared.append(_prepare(program, args))
-        except Exception as error:  # a frontend or argument error of one program
-            errors.append(error)
-            prepared.append(None)
     results: list[Compiled[Any, Any] | None] = [None] * len(jobs)
     with _executor(executor) as pool, _progress(len(jobs), progress) as bar:
-        futures = _submit(pool, prepared)
-        for index, future in futures:
-            job = prepared[index]
-            assert job is not None
+        batch = _Batch(pool)
+        for index, (program, args) in enumerate(jobs):
+            try:
+                batch.add(index, _prepare(program, args))
+            except Exception as error:  # a frontend or argument error of one program
+                errors.append(error)
+                bar.update(1)
+        for index, job, future in batch.completed():
             try:
                 results[index] = _install(job, _result(job, future))
             except Exception as error:  # collected: the batch goes on
@@ -208,42 +336,18 @@ def compile_in_background(
         except Exception as error:  # delivered to whoever waits on the future
             done.set_exception(error)
 
-    reason = _unpicklable(job) if not isinstance(executor, ThreadPoolExecutor) else None
-    if reason is not None:
-        _warn_caller_compiles([job.name], reason)
+    task: Pipeline | _ShippedPipeline | str = job.pipeline
+    if not isinstance(executor, ThreadPoolExecutor):
+        task = _shipped(job.pipeline)
+        if not isinstance(task, str):
+            task = _not_picklable(job.program) or task
+    if isinstance(task, str):
+        _warn_caller_compiles([job.name], task)
         finish(_completed(job))
     else:
-        worker = executor.submit(_translate_and_compile, job.pipeline, job.program, job.name)
+        worker = executor.submit(_translate_and_compile, task, job.program, job.name)
         worker.add_done_callback(finish)
     return done
-
-
-def _submit(
-    pool: Executor | None, prepared: list[_Job | None]
-) -> Iterator[tuple[int, Future[_Built]]]:
-    """Futures of every prepared job, yielded as they complete (in the caller: in order)."""
-    from concurrent.futures import as_completed  # noqa: PLC0415
-
-    indexed = [(i, job) for i, job in enumerate(prepared) if job is not None]
-    if pool is None:
-        for index, job in indexed:
-            yield index, _completed(job)
-        return
-    shippable = isinstance(pool, ThreadPoolExecutor)
-    local = []
-    futures: dict[Future[_Built], int] = {}
-    for index, job in indexed:
-        reason = None if shippable else _unpicklable(job)
-        if reason is not None:
-            local.append((index, job, reason))
-            continue
-        futures[pool.submit(_translate_and_compile, job.pipeline, job.program, job.name)] = index
-    if local:
-        _warn_caller_compiles([job.name for _, job, _ in local], local[0][2])
-    for index, job, _ in local:
-        yield index, _completed(job)
-    for future in as_completed(futures):
-        yield futures[future], future
 
 
 def _completed(job: _Job) -> Future[_Built]:

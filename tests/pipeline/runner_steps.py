@@ -32,3 +32,44 @@ class KillsWorkerFor:
         if self.marker in source.entry_point:
             os._exit(9)
         return self.step(source)
+
+
+def _unpickled_counting(step, log):
+    with open(log, "a") as file:
+        file.write(f"{os.getpid()}\n")
+    return CountsUnpickling(step, log)
+
+
+@attrs.frozen
+class CountsUnpickling:
+    """Wraps a step; each unpickling appends the unpickling process's id to ``log``."""
+
+    step: object
+    log: str
+
+    def __call__(self, inp):
+        return self.step(inp)
+
+    def __reduce__(self):
+        return (_unpickled_counting, (self.step, self.log))
+
+
+def _unpickled_only_in(step, pid):
+    if os.getpid() != pid:
+        raise ModuleNotFoundError("No module named 'steps_only_the_caller_has'")
+    return UnpicklableInWorkers(step, pid)
+
+
+@attrs.frozen
+class UnpicklableInWorkers:
+    """Wraps a step; pickles in the caller (process ``pid``), fails to unpickle elsewhere, as
+    a step from a module that the workers cannot import."""
+
+    step: object
+    pid: int
+
+    def __call__(self, inp):
+        return self.step(inp)
+
+    def __reduce__(self):
+        return (_unpickled_only_in, (self.step, self.pid))

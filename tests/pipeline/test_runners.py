@@ -7,6 +7,7 @@ IR crosses, so user functions need not be importable there.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 import warnings
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -15,13 +16,14 @@ import attrs
 import numpy as np
 import pytest
 from c_programs.support import CompilerWrapper, GeneratedModules
-from runner_steps import FailingFor, KillsWorkerFor
+from runner_steps import CountsUnpickling, FailingFor, KillsWorkerFor, UnpicklableInWorkers
 
 import allocators
 from backends import CompiledBackend
 from backends.c import CCompilation, c_cpu_pipeline
 from pipeline import CompileError, StageEvent, compile_many, subscribe
 from pipeline.runners import BUILD_JOBS_VARIABLE, build_executor
+from pipeline.steps import identity
 
 TEMPLATE = '''
 from pipeline.dsl import Dimension, Field, field_operator, float64, program
@@ -206,6 +208,90 @@ def test_an_unpicklable_pipeline_compiles_in_the_caller_with_one_warning(tmp_pat
     assert len(messages) == 1 and "cannot be pickled" in messages[0]
     assert "prog_0, prog_1" in messages[0]
     check_installed_and_right(programs, compiled)
+
+
+def test_a_worker_unpickles_the_pipeline_once_not_once_per_program(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    base = private_backend(tmp_path, compiler)
+    log = tmp_path / "unpicklings.log"
+    backend = attrs.evolve(base, pipeline=attrs.evolve(
+        base.pipeline, translation=CountsUnpickling(base.pipeline.translation, str(log))))
+    programs = make_programs(4, backend)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        compiled = compile_many([(p, arguments()) for p in programs], executor=pool,
+                                progress=False)
+        more = make_programs(2, backend)  # a second batch: the worker still has it
+        compile_many([(p, arguments()) for p in more], executor=pool, progress=False)
+    check_installed_and_right(programs, compiled)
+    assert len(log.read_text().splitlines()) == 1  # the disk caches open once per worker
+
+
+def test_a_pipeline_the_workers_cannot_unpickle_is_an_error_naming_each_program(
+    tmp_path, make_programs
+):
+    import os  # noqa: PLC0415
+
+    compiler = CompilerWrapper(tmp_path / "cc")
+    base = private_backend(tmp_path, compiler)
+    backend = attrs.evolve(base, pipeline=attrs.evolve(
+        base.pipeline, translation=UnpicklableInWorkers(base.pipeline.translation, os.getpid())))
+    programs = make_programs(2, backend)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool, pytest.raises(ExceptionGroup) as info:
+        compile_many([(p, arguments()) for p in programs], executor=pool, progress=False)
+    assert sorted(e.program for e in info.value.exceptions) == ["prog_0", "prog_1"]
+    for error in info.value.exceptions:
+        assert isinstance(error, CompileError)
+        assert "could not unpickle the pipeline" in str(error)
+        assert "steps_only_the_caller_has" in str(error)
+
+
+def received_count():
+    from pipeline import runners  # noqa: PLC0415
+
+    return len(runners._RECEIVED)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_worker_does_not_reuse_the_parents_received_pipelines(tmp_path):
+    from pipeline import runners  # noqa: PLC0415
+
+    compiler = CompilerWrapper(tmp_path / "cc")
+    backend = private_backend(tmp_path, compiler)
+    # As a Dask client with processes=False does: this process receives a pipeline (a
+    # worker's: without the caller's frontend and loading).
+    shipped = attrs.evolve(backend.pipeline, frontend=identity, loading=identity)
+    runners._ShippedPipeline.of(shipped).received()
+    assert received_count() >= 1
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(received_count).result(timeout=60) == 0
+
+
+class RecordingPool(ThreadPoolExecutor):
+    """A thread pool that notes each submission in ``order``."""
+
+    def __init__(self, order):
+        super().__init__(1)
+        self.order = order
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.order.append("submit")
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_each_program_is_submitted_as_soon_as_its_frontend_is_done(tmp_path, make_programs):
+    compiler = CompilerWrapper(tmp_path / "cc")
+    programs = make_programs(3, private_backend(tmp_path, compiler))
+    order: list[str] = []
+
+    def note(event):
+        if event.stage == "frontend":
+            order.append("frontend")
+
+    with subscribe(note), RecordingPool(order) as pool:
+        compile_many([(p, arguments()) for p in programs], executor=pool, progress=False)
+    assert order == ["frontend", "submit"] * 3  # workers start before the last frontend
 
 
 def test_compile_with_an_executor_returns_a_future(tmp_path, make_programs):
