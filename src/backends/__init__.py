@@ -75,12 +75,7 @@ def _c_cpu() -> Backend:
     from backends.c.compilation import default_compiler  # noqa: PLC0415
     from backends.cache import cache_directory  # noqa: PLC0415
 
-    compiler = default_compiler()
-    if shutil.which(compiler) is None:
-        raise AttributeError(
-            f"c_cpu needs a C compiler, and {compiler!r} was not found; install gcc or clang "
-            "(e.g. `apt-get install gcc`) or set $CC"
-        )
+    _require_compiler("c_cpu", "a C compiler", default_compiler(), "gcc or clang", "gcc", "CC")
     import allocators  # noqa: PLC0415
 
     return CompiledBackend(
@@ -156,18 +151,30 @@ def _cuda_emulated() -> Backend:
     from backends.cuda.emulation import cuda_emulated_pipeline, default_cxx  # noqa: PLC0415
     from backends.cuda.specialization import compile_time_args  # noqa: PLC0415
 
-    compiler = default_cxx()
-    if shutil.which(compiler) is None:
-        raise AttributeError(
-            f"cuda_emulated needs a C++ compiler, and {compiler!r} was not found; install g++ "
-            "or clang++ (e.g. `apt-get install g++`) or set $CXX"
-        )
+    _require_compiler(
+        "cuda_emulated", "a C++ compiler", default_cxx(), "g++ or clang++", "g++", "CXX"
+    )
     return CompiledBackend(
         "cuda_emulated",
         allocators.NumPyBufferAllocator(),
         cuda_emulated_pipeline(cache_directory()),
         compile_time_args=compile_time_args,
     )
+
+
+def _require_compiler(
+    backend: str, kind: str, compiler: str, names: str, package: str, variable: str
+) -> None:
+    """Nothing, when ``compiler`` is on the PATH.
+
+    Raises:
+        AttributeError: it is not, naming what to install or set.
+    """
+    if shutil.which(compiler) is None:
+        raise AttributeError(
+            f"{backend} needs {kind}, and {compiler!r} was not found; install {names} "
+            f"(e.g. `apt-get install {package}`) or set ${variable}"
+        )
 
 
 def _require(module: str, extra: str) -> object:

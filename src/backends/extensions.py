@@ -21,6 +21,7 @@ import importlib.util
 import logging
 import shutil
 import subprocess
+import sys
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from backends.clike.compiler import CompilationError
 from pipeline.caching import ensure_private_directory
 from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
 
-__all__ = ["Extension", "imported", "private_root", "published"]
+__all__ = ["Extension", "build_environment", "imported", "private_root", "published"]
 
 _log = logging.getLogger(__name__)
 
@@ -59,6 +60,18 @@ class Extension:
     def file_name(self) -> str:
         """The built file's name."""
         return f"{self.module}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
+def build_environment() -> tuple[object, ...]:
+    """What any extension's build depends on besides its compiler, flags and source: the
+    interpreter's ABI and headers, NumPy's version and headers."""
+    return (
+        sys.implementation.cache_tag,
+        sysconfig.get_config_var("EXT_SUFFIX"),
+        sysconfig.get_paths()["include"],
+        np.__version__,
+        np.get_include(),
+    )
 
 
 def private_root(directory: str, fallback: str | None, what: str) -> Path:

@@ -22,20 +22,24 @@ from __future__ import annotations
 
 import logging
 import sys
-import sysconfig
 import threading
 from pathlib import Path
 from types import ModuleType
 
 import attrs
-import numpy as np
 
 from backends import extensions
 from backends.c import launch_abi, launcher_source
 from backends.c.compilation import default_compiler
 from backends.c.launcher_source import LAUNCHER_C, LAUNCHER_MODULE
 from backends.clike.compiler import CompilationError, compiler_identity
-from backends.extensions import Extension, imported, private_root, published
+from backends.extensions import (
+    Extension,
+    build_environment,
+    imported,
+    private_root,
+    published,
+)
 from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint, source_digest
 
@@ -92,11 +96,7 @@ class Launcher:
             self.compiler,
             self.flags,
             self.compiler_identity,
-            sys.implementation.cache_tag,
-            sysconfig.get_config_var("EXT_SUFFIX"),
-            sysconfig.get_paths()["include"],
-            np.__version__,
-            np.get_include(),
+            *build_environment(),
             source_digest(sys.modules[__name__], launcher_source, launch_abi, extensions),
         )
 

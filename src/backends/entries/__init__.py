@@ -18,20 +18,24 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import sysconfig
 import threading
 from types import ModuleType
 from typing import Any
 
 import attrs
-import numpy as np
 
 from backends import extensions
 from backends.cache import configured_cache_directory, toolchain_directory
 from backends.clike.compiler import CompilationError, compiler_identity
 from backends.entries import source
 from backends.entries.source import ENTRIES_ABI, ENTRIES_C, ENTRIES_MODULE
-from backends.extensions import Extension, imported, private_root, published
+from backends.extensions import (
+    Extension,
+    build_environment,
+    imported,
+    private_root,
+    published,
+)
 from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint, source_digest
 
@@ -77,11 +81,7 @@ class EntryBuild:
         return (
             self.compiler,
             self.compiler_identity,
-            sys.implementation.cache_tag,
-            sysconfig.get_config_var("EXT_SUFFIX"),
-            sysconfig.get_paths()["include"],
-            np.__version__,
-            np.get_include(),
+            *build_environment(),
             source_digest(sys.modules[__name__], source, extensions),
             self.command,
         )
