@@ -14,7 +14,8 @@
 - ``intact(path, content_hash, files)``: the check a cached artifact passes before it is used.
 
 Compilations call ``build(space, make)``, which runs ``make`` in a fresh work directory and,
-when the cache's disk is full, once more outside the cache (uncached, with a warning).
+when the cache's disk is full, once more outside the cache (uncached, with a warning); one
+that builds one file per program calls ``program(source, name, make)``, which publishes it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from backends.cache_inventory import enforce_size_bound
 from pipeline.caching import make_private
 from pipeline.errors import CacheDegradedWarning, DamagedArtifactError
 from pipeline.fingerprint import fingerprint_bytes
+from pipeline.stages import CompiledArtifact, ProgramSource
 
 __all__ = ["COMPLETE_MARKER", "BuildCache", "BuildSpace", "content_hash", "verified_bytes"]
 
@@ -136,6 +138,22 @@ class BuildCache:
                 stacklevel=3,
             )
             return self._in_workdir(_uncached_space(), prefix, make)
+
+    def program(
+        self, source: ProgramSource, name: str, make: Callable[[Path], Path]
+    ) -> CompiledArtifact:
+        """``source``'s artifact: ``make(workdir)`` builds its file in a fresh work directory
+        (``build``), which is published as ``builds/name`` (``publish``).
+
+        Raises:
+            whatever ``make`` raises.
+        """
+
+        def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
+            path, digest = self.publish(space, make(workdir), name)
+            return CompiledArtifact(str(path), digest, source.entry_point, source)
+
+        return self.build(source.entry_point, build)
 
     @staticmethod
     def _in_workdir(space: BuildSpace, prefix: str, make: Callable[[BuildSpace, Path], T]) -> T:

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from backends.build_cache import BuildCache, BuildSpace
+from backends.build_cache import BuildCache
 from backends.cuda.errors import CudaCompilationError
 from backends.cuda.translation import CUDA_SOURCE
 from pipeline.caching import package_version
@@ -152,18 +152,15 @@ class NvccCompilation:
         """
         if self.nvcc_version is None:
             nvcc_version(self.nvcc)  # raises, saying why
-        key = fingerprint((self, source.text))[:24]
-        name = f"{source.entry_point}.{key}.fatbin"
+        name = f"{source.entry_point}.{fingerprint((self, source.text))[:24]}.fatbin"
 
-        def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
+        def make(workdir: Path) -> Path:
             file = workdir / f"{source.entry_point}.cu"
             file.write_text(source.text)
             (built,) = self.build([file], workdir)
-            path, content_hash = builds.publish(space, built, name)
-            return CompiledArtifact(str(path), content_hash, source.entry_point, source)
+            return built
 
-        builds = BuildCache(Path(self.build_directory))
-        return builds.build(source.entry_point, build)
+        return BuildCache(Path(self.build_directory)).program(source, name, make)
 
     def build(self, files: Sequence[Path], directory: Path) -> list[Path]:
         """Compile the CUDA ``files`` in one nvcc run into fatbins in ``directory`` (one per

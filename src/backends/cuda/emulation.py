@@ -35,7 +35,7 @@ import attrs
 import numpy as np
 
 from allocators import DeviceType
-from backends.build_cache import BuildCache, BuildSpace, verified_bytes
+from backends.build_cache import BuildCache, verified_bytes
 from backends.cache import cached_pipeline
 from backends.clike.compiler import CompilationError, compiler_identity, made_again_where_unpickled
 from backends.cuda.errors import UnsupportedConstructError
@@ -217,16 +217,14 @@ class CudaEmulationCompilation:
             compiler_identity(self.compiler)  # raises, saying why
         name = f"{source.entry_point}.{fingerprint((self, source.text))[:24]}.so"
 
-        def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
+        def make(workdir: Path) -> Path:
             unit = workdir / f"{source.entry_point}.cpp"
             unit.write_text(source.text)
             built = workdir / f"{source.entry_point}.so"
             self._compile([str(unit), "-o", str(built)], unit)
-            path, content_hash = builds.publish(space, built, name)
-            return CompiledArtifact(str(path), content_hash, source.entry_point, source)
+            return built
 
-        builds = BuildCache(Path(self.build_directory))
-        return builds.build(source.entry_point, build)
+        return BuildCache(Path(self.build_directory)).program(source, name, make)
 
     def _compile(self, arguments: Sequence[str], unit: Path) -> None:
         command = [self.compiler, *REQUIRED_FLAGS, *self.flags, *arguments]
