@@ -186,9 +186,14 @@ class Builds:
 
 def backend_for(cache: Path, compiler: Path) -> CompiledBackend:
     compilation = CCompilation(str(cache / "c"), compiler=str(compiler))
+    # Predicted variants, never measured: what a cold build compiles (ADR 0009), without the
+    # measurements a process would queue for its exit, after its turn's directories are gone.
+    pipeline = c_cpu_pipeline(cache, compilation=compilation).evolve_step(
+        "translation.tuning", schedule="off"
+    )
     return CompiledBackend(
-        "c_cpu_fleet", allocators.NumPyBufferAllocator(),
-        c_cpu_pipeline(cache, compilation=compilation), compile_time_args=compile_time_args,
+        "c_cpu_fleet", allocators.NumPyBufferAllocator(), pipeline,
+        compile_time_args=compile_time_args,
     )
 
 

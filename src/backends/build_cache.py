@@ -11,7 +11,9 @@
   gets a completion marker holding that hash; a publication another process made meanwhile
   is kept when intact; then the cache's size bound is enforced (in the configured cache
   directory only);
-- ``intact(path, content_hash, files)``: the check a cached artifact passes before it is used.
+- ``intact(path, content_hash, files)``: the check a cached artifact passes before it is used;
+- ``once(name, find, build)``: a product every process needs (the support object, an
+  extension) built by one process at a time, the others waiting and then finding it.
 
 Compilations call ``build(space, make)``, which runs ``make`` in a fresh work directory and,
 when the cache's disk is full, once more outside the cache (uncached, with a warning); one
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import attrs
+import filelock
 
 from backends.cache import build_directories, configured_cache_directory, sweep_stale_builds
 from backends.cache_inventory import enforce_size_bound
@@ -138,6 +141,27 @@ class BuildCache:
                 stacklevel=3,
             )
             return self._in_workdir(_uncached_space(), prefix, make)
+
+    def once(self, name: str, find: Callable[[], T | None], build: Callable[[], T]) -> T:
+        """What ``find()`` finds of the product ``name``, else ``build()``'s, built by one
+        process at a time: the others wait on a lock of this cache (``<root>/<name>.lock``)
+        and then find it. For what many processes need at once on a cold cache (the support
+        object, an extension), so that it is built once per cache, not once per process.
+        Where the lock cannot be made (a read-only cache), each builds its own.
+        """
+        found = find()
+        if found is not None:
+            return found
+        try:
+            lock = filelock.FileLock(str(self.root / f"{name}.lock"), mode=0o600)
+            lock.acquire()
+        except OSError:
+            return build()
+        try:
+            found = find()
+            return build() if found is None else found
+        finally:
+            lock.release()
 
     def program(
         self, source: ProgramSource, name: str, make: Callable[[Path], Path]

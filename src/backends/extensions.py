@@ -7,7 +7,8 @@ must report, its name in messages); where and with what is the caller's. The wal
     private_root(directory, fallback)            the toolchain directory, else the cache's
     published(extension, root, key, command)     builds/<module>.<key>/ with a COMPLETE marker
       intact? -> its file and SHA-256
-      missing -> BuildCache.build: compile in tmp/, publish with one atomic os.replace
+      missing -> BuildCache.once: one process at a time (the others wait, then find it)
+                 compiles in tmp/ and publishes with one atomic os.replace
       damaged -> a logged warning, removed, built again
     imported(extension, path, digest)            bytes checked against the digest, then
                                                  imported; a module of another interface is
@@ -113,14 +114,15 @@ def published(
     name = f"{extension.module}.{key}"
     cache = BuildCache(root)
     folder = cache.space().builds / name
-    found = _intact_file(extension, folder)
-    if found is not None:
+
+    def find() -> tuple[Path, str] | None:
+        found = _intact_file(extension, folder)
+        if found is None and folder.exists():
+            _log.warning(
+                "the %s %s is damaged or incomplete: building it again", extension.what, folder
+            )
+            shutil.rmtree(folder, ignore_errors=True)
         return found
-    if folder.exists():
-        _log.warning(
-            "the %s %s is damaged or incomplete: building it again", extension.what, folder
-        )
-        shutil.rmtree(folder, ignore_errors=True)
 
     def build(space: BuildSpace, workdir: Path) -> tuple[Path, str]:
         built = workdir / name
@@ -130,7 +132,7 @@ def published(
         folder, digest = cache.publish(space, built, name, [output.name])
         return folder / output.name, digest
 
-    return cache.build(extension.module, build)
+    return cache.once(name, find, lambda: cache.build(extension.module, build))
 
 
 def imported(extension: Extension, path: Path, digest: str) -> ModuleType:

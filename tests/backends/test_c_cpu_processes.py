@@ -193,6 +193,37 @@ def test_eight_processes_compiling_one_new_program_build_it_once(cache, compiler
     assert sum(r["translation"]["misses"] for r in reports) == 1
 
 
+def test_processes_compiling_different_programs_on_a_cold_cache_build_the_support_once(
+    cache, compiler, tmp_path
+):
+    # Each program links the support object; the slow compiler keeps its first build running
+    # while the other processes ask for it. Before, each built its own (a fleet: 4 for 1).
+    start = tmp_path / "start"
+    ready = [tmp_path / f"ready-{n}" for n in range(4)]
+    processes = [
+        start_worker(cache, compiler, "--program", program, "--ready", str(r), "--start",
+                     str(start), SF_TEST_CC_BEFORE="0.5")
+        for program, r in zip(("lap", "hdiff", "lap", "hdiff"), ready, strict=True)
+    ]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120.0
+        while not all(r.exists() for r in ready):
+            assert all(p.poll() is None for p in processes), "a worker died before the start"
+            assert time.monotonic() < deadline, "the workers never got ready"
+            time.sleep(0.01)
+        start.touch()
+        reports = [finish_worker(p) for p in processes]
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                kill_worker(p)
+
+    for n, report in enumerate(reports):
+        assert_correct(report, f"worker {n}")
+    assert len(compiler.lines("support")) == 1, compiler.lines("support")
+    assert compiler.compiles == 2, compiler.lines("compile")
+
+
 # --------------------------------------------------------------------------- damaged artifacts
 
 

@@ -54,14 +54,22 @@ def copy_into(workdir: Path, cache: BuildCache, key: str, compile_object: Compil
     """
     name = f"sf_support.{key}"
     folder = cache.space().builds / name
-    if folder.exists():
+
+    def find() -> Path | None:
+        if not folder.exists():
+            return None
         try:
             return _checked_copy(folder, workdir)
         except DamagedArtifactError as error:
             _log.warning("%s: building it again", error)
             shutil.rmtree(folder, ignore_errors=True)
-    folder = cache.build("sf_support", functools.partial(_build, cache, name, compile_object))
-    return _checked_copy(folder, workdir)
+            return None
+
+    def build() -> Path:
+        built = cache.build("sf_support", functools.partial(_build, cache, name, compile_object))
+        return _checked_copy(built, workdir)
+
+    return cache.once(name, find, build)
 
 
 def _checked_copy(folder: Path, workdir: Path) -> Path:

@@ -33,6 +33,7 @@ here=$(dirname "$0")
 case " $* " in
   *"/sf_support.c "*)
     echo "support $$ $*" >> "$here/cc.log"
+    sleep "${{SF_TEST_CC_BEFORE:-0}}"
     exec {compiler} "$@" ;;
   *" -c "*)
     echo "unit $$ $*" >> "$here/cc.log"
