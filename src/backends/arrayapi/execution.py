@@ -12,10 +12,10 @@ from allocators import namespace_name
 from backends.arrayapi.fields import EmbeddedField, field_parameter, input_field
 from backends.arrayapi.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.dsl.arguments import guarded_reach, resolve_domain
+from pipeline.dsl.evaluation import evaluating_embedded, output_domain
 from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.source import with_captured_globals
 from pipeline.dsl.ir.nodes import ProgramIR
-from pipeline.dsl.programs import evaluating_embedded, output_domain
 from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import FieldType, Named, record_of
 
@@ -173,7 +173,7 @@ class EmbeddedExecutable:
                 values.append(_scalar_value(self.namespace, param.type.dtype.kind, value))
         with evaluating_embedded():
             if self.definition.kind == "program":
-                self.function(*_as_written(self.ir, values))
+                self._run_program(values)
             else:
                 self._run_field_operator(values)
         if not functional:
@@ -184,6 +184,20 @@ class EmbeddedExecutable:
             for p, v in zip(self.ir.params, values, strict=True)
             if p.name in written and isinstance(v, EmbeddedField) and v.cell is not None
         )
+
+    def _run_program(self, values: list[Any]) -> None:
+        written = _as_written(self.ir, values)
+        bound = self.definition.bound
+        if not bound:
+            self.function(*written)
+            return
+        # The bound parameters (constants of the IR) are the function's too: by name.
+        names = [name for name, _ in self.ir.written]
+        constants = {
+            name: _scalar_value(self.namespace, np.dtype(type(value)).kind, value)
+            for name, value in bound.items()
+        }
+        self.function(**dict(zip(names, written, strict=True)), **constants)
 
     def _run_field_operator(self, values: list[Any]) -> None:
         # One stencil, or one per group of outputs over the same dimensions (splitting).

@@ -25,7 +25,7 @@ from backends.arrayapi.elementwise import (
     unary_function,
 )
 from backends.arrayapi.operands import as_array, coerce, is_scalar
-from pipeline.dsl.programs import current_output_domain
+from pipeline.dsl.evaluation import current_output_domain
 from pipeline.dsl.regions import Region
 from pipeline.dsl.stages import ScanSettings
 from pipeline.dsl.types import Offset

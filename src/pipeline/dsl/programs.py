@@ -9,13 +9,12 @@ default one is found through an entry point, never by importing ``backends``.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import importlib.metadata
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from types import MappingProxyType
 from typing import Any, TypeVar, cast, overload
 
 import attrs
@@ -23,6 +22,15 @@ import attrs
 from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.evaluation import (
+    current_output_domain,
+    embedded_evaluation,
+    evaluating_embedded,
+    flattened,
+    in_domain,
+    output_domain,
+    per_output,
+)
 from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
@@ -36,88 +44,12 @@ __all__ = [
     "FieldOperator",
     "Program",
     "ScanOperator",
-    "current_output_domain",
-    "evaluating_embedded",
     "field_operator",
-    "output_domain",
     "program",
     "scan_operator",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-# True while a definition runs embedded: a field operator called there is evaluated, also when
-# none of its arguments is a field (inner(a) of a scalar a), instead of asking for out=.
-_EMBEDDED_EVALUATION = contextvars.ContextVar("stencilforge_embedded_evaluation", default=False)
-
-
-@contextlib.contextmanager
-def evaluating_embedded() -> Iterator[None]:
-    """Mark the running code as an embedded evaluation of a definition (see above)."""
-    token = _EMBEDDED_EVALUATION.set(True)
-    try:
-        yield
-    finally:
-        _EMBEDDED_EVALUATION.reset(token)
-
-
-# The output domain (absolute start, stop per dimension name) of the call being evaluated
-# embedded: a scan sweeps it along its axis, whatever else its arguments cover.
-_OUTPUT_DOMAIN: contextvars.ContextVar[dict[str, tuple[int, int]] | None] = contextvars.ContextVar(
-    "stencilforge_output_domain", default=None
-)
-
-
-@contextlib.contextmanager
-def output_domain(outputs: tuple[Any, ...]) -> Iterator[None]:
-    """Mark ``outputs`` (embedded fields) as the domain of the call being evaluated."""
-    domain: dict[str, tuple[int, int]] = {}
-    for output in outputs:
-        bounds = getattr(output, "bounds", None)
-        if bounds is not None:
-            domain.update(bounds())
-    token = _OUTPUT_DOMAIN.set(domain or _OUTPUT_DOMAIN.get())
-    try:
-        yield
-    finally:
-        _OUTPUT_DOMAIN.reset(token)
-
-
-def current_output_domain() -> dict[str, tuple[int, int]] | None:
-    """The output domain of the call being evaluated embedded (None outside one)."""
-    return _OUTPUT_DOMAIN.get()
-
-
-def _flattened(value: Any) -> tuple[Any, ...]:
-    """The leaves of nested tuples and named collections (dataclass instances by their
-    fields), in order (``None``: none; anything else: itself)."""
-    if value is None:
-        return ()
-    if isinstance(value, tuple):
-        return tuple(leaf for item in value for leaf in _flattened(item))
-    record = record_of(type(value))
-    if record is not None:
-        return tuple(leaf for item in record.values(value) for leaf in _flattened(item))
-    return (value,)
-
-
-def _in_domain(out: Any, domain: Any) -> Any:
-    """Embedded outputs cut to a program's ``domain={I: (lo, hi), ...}`` (absolute indices,
-    checked against the arrays before the program ran); ``out`` itself without one."""
-    if not isinstance(domain, dict):
-        return out
-    bounds = {dim.name: (int(lo), int(hi)) for dim, (lo, hi) in domain.items()}
-    if isinstance(out, tuple) or record_of(type(out)) is not None:
-        return tuple(o.__dsl_domain__(bounds) for o in _flattened(out))
-    return out.__dsl_domain__(bounds)
-
-
-def _per_output(domain: Any) -> bool:
-    """Whether ``domain`` is a program's one ``domain=`` per output: a tuple of dicts (nested
-    like ``out=``), not a direct call's tuple of slices."""
-    leaves = _flattened(domain) if isinstance(domain, tuple) else ()
-    return bool(leaves) and all(isinstance(leaf, dict) for leaf in leaves)
 
 
 #: The entry-point group whose one entry names the backend of programs given none
@@ -219,12 +151,21 @@ class _Definition:
         if not self._definition:
             captured = captured_values(self.function)
             self._definition.append(
-                ProgramDefinition(self.function, self.kind, captured, scan=self._scan_settings())
+                ProgramDefinition(
+                    self.function,
+                    self.kind,
+                    captured,
+                    scan=self._scan_settings(),
+                    bound=self._bound_values(),
+                )
             )
         return self._definition[0]
 
     def _scan_settings(self) -> ScanSettings | None:
         return None
+
+    def _bound_values(self) -> Mapping[str, Any]:
+        return {}
 
     def _embedded_function(self) -> Any:
         """The function run on embedded fields, with the globals captured on first use."""
@@ -271,7 +212,10 @@ class _Definition:
         """The parameters' nesting if any is a tuple, else None (read once)."""
         if not self._nesting:
             try:
-                nesting = parameter_nesting(self.function)
+                bound = self._bound_values()
+                nesting = tuple(
+                    item for item in parameter_nesting(self.function) if item[0] not in bound
+                )
             except (SourceError, NameError):
                 return None  # the frontend reports the annotation, located
             self._nesting.append(nesting if has_tuples(nesting) else None)
@@ -300,6 +244,10 @@ class _Definition:
         return lowered
 
 
+def _frozen(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(values))
+
+
 @attrs.frozen(eq=False)
 class Program(_Definition):
     """A ``@program``: a sequence of field-operator calls over its arguments.
@@ -315,6 +263,37 @@ class Program(_Definition):
         DomainError: an input that does not cover the output domain plus the halo.
         DSLError: on the first call, if the definition is not valid DSL.
     """
+
+    #: The scalar parameters bound to values (``with_bound_args``), by name.
+    bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen, kw_only=True)
+
+    def with_bound_args(self, **values: Any) -> Program:
+        """This program with scalar parameters bound to values (a new program; ``self`` is
+        unchanged): compile-time constants of their parameters' dtypes, folded into the
+        code, and no longer arguments of its calls (GT4Py's ``with_bound_args``).
+
+        Raises:
+            TypeError: a name that is no parameter of the program, or one bound already.
+            DSLTypeError: (at the first call, ``lower()`` or ``compile()``) a bound parameter
+                that is not a scalar, or a value that is not a number of its dtype.
+        """
+        names = list(inspect.signature(self.function).parameters)
+        unknown = [name for name in values if name not in names]
+        if unknown:
+            raise TypeError(
+                f"{self.name}() has no parameter {unknown[0]!r} to bind; its parameters are "
+                f"{', '.join(names)}"
+            )
+        again: list[str] = [name for name in values if name in self.bound]
+        if again:
+            raise TypeError(
+                f"{self.name}(): parameter {again[0]!r} is bound already (to "
+                f"{self.bound[again[0]]!r}); bind the program's original instead"
+            )
+        return attrs.evolve(self, bound={**self.bound, **values})
+
+    def _bound_values(self) -> Mapping[str, Any]:
+        return self.bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         dispatcher = self._dispatcher
@@ -400,14 +379,14 @@ class FieldOperator(_Definition):
     kind = "field_operator"
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        outputs = _flattened(out)
-        if _EMBEDDED_EVALUATION.get() or any(
+        outputs = flattened(out)
+        if embedded_evaluation() or any(
             hasattr(a, "__dsl_builtin__")
-            for a in (*_flattened(args), *_flattened(tuple(kwargs.values())), *outputs)
+            for a in (*flattened(args), *flattened(tuple(kwargs.values())), *outputs)
         ):
-            if _per_output(domain):
+            if per_output(domain):
                 return self._evaluate_per_domain(args, kwargs, out, domain)
-            return self._evaluate_embedded(args, kwargs, _in_domain(out, domain))
+            return self._evaluate_embedded(args, kwargs, in_domain(out, domain))
         if out is None:
             raise TypeError(
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
@@ -415,12 +394,12 @@ class FieldOperator(_Definition):
             )
         definition = self._direct_definition(domain)
         # Tuple parameters are one parameter per component (t__0, t__1, ...).
-        args = _flattened(args)
+        args = flattened(args)
         if kwargs:
             flat: dict[str, Any] = {}
             for key, value in kwargs.items():
                 if isinstance(value, tuple) or record_of(type(value)) is not None:
-                    flat.update({f"{key}__{i}": v for i, v in enumerate(_flattened(value))})
+                    flat.update({f"{key}__{i}": v for i, v in enumerate(flattened(value))})
                 else:
                     flat[key] = value
             names = [n for n in self._parameters() if not n.startswith("__out")]
@@ -428,12 +407,12 @@ class FieldOperator(_Definition):
         return self._dispatcher.call(definition, (*args, *outputs))
 
     def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
-        outputs = _flattened(out)
+        outputs = flattened(out)
         with evaluating_embedded(), output_domain(outputs):
             result = self._embedded_function()(*args, **kwargs)
         if out is None:
             return result
-        results = _flattened(result)
+        results = flattened(result)
         if len(outputs) != len(results):
             raise TypeError(
                 f"{self.name!r} returns {len(results)} field(s) but out= gives {len(outputs)}"
@@ -448,7 +427,7 @@ class FieldOperator(_Definition):
         """A program's call with one ``domain=`` per output, evaluated embedded: once per
         distinct domain, as the compiled program runs one stencil per domain, writing the
         outputs of that domain."""
-        outputs, domains = _flattened(out), _flattened(domain)
+        outputs, domains = flattened(out), flattened(domain)
         if len(outputs) != len(domains):
             raise TypeError(
                 f"the call of {self.name!r} gives {len(domains)} domain(s) for "
@@ -457,10 +436,10 @@ class FieldOperator(_Definition):
         groups: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
         for position, (output, bounds) in enumerate(zip(outputs, domains, strict=True)):
             key = tuple(sorted((dim.name, int(lo), int(hi)) for dim, (lo, hi) in bounds.items()))
-            groups.setdefault(key, []).append((position, _in_domain(output, bounds)))
+            groups.setdefault(key, []).append((position, in_domain(output, bounds)))
         for members in groups.values():
             with evaluating_embedded(), output_domain(tuple(cut for _, cut in members)):
-                results = _flattened(self._embedded_function()(*args, **kwargs))
+                results = flattened(self._embedded_function()(*args, **kwargs))
             if len(results) != len(outputs):
                 raise TypeError(
                     f"{self.name!r} returns {len(results)} field(s) but out= gives "
@@ -514,7 +493,7 @@ class ScanOperator(_Definition):
         )
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        out = _in_domain(out, domain)
+        out = in_domain(out, domain)
         values = (*args, *kwargs.values())
         fields = [v for v in values if hasattr(v, "__dsl_scan__")]
         if not fields:
@@ -524,10 +503,10 @@ class ScanOperator(_Definition):
             )
         bound = inspect.signature(self.function).bind(None, *args, **kwargs)
         point_values = tuple(bound.arguments.values())[1:]
-        outputs = _flattened(out)
+        outputs = flattened(out)
         with evaluating_embedded(), output_domain(outputs):
             result = fields[0].__dsl_scan__(
-                self._embedded_function(), self.settings, point_values, _OUTPUT_DOMAIN.get()
+                self._embedded_function(), self.settings, point_values, current_output_domain()
             )
         if out is None:
             return result

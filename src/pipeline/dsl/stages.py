@@ -49,6 +49,9 @@ class ProgramDefinition:
         output_slices: for a field operator called directly, the output domain as (start,
             stop) per dimension of the output; ``None`` means the whole output.
         scan: for a scan operator, its axis, direction and initial carry.
+        bound: for a program, the scalar parameters bound to values
+            (``Program.with_bound_args``): compile-time constants of their parameters'
+            dtypes, no longer parameters of its executables.
     """
 
     function: Callable[..., Any]
@@ -56,6 +59,7 @@ class ProgramDefinition:
     captured: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     output_slices: tuple[tuple[int | None, int | None], ...] | None = None
     scan: ScanSettings | None = None
+    bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
 
     @property
     def name(self) -> str:
@@ -72,6 +76,7 @@ class ProgramDefinition:
             dict(self.captured),
             self.output_slices,
             self.scan,
+            {name: (type(value).__name__, value) for name, value in self.bound.items()},
         )
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ checks that need a known program.
 
 from backends.conformance.corpus import (
     arithmetic,
+    bound_arguments,
     builtins,
     collections_,
     composition,
@@ -96,6 +97,7 @@ FEATURES: tuple[Feature, ...] = (
     dtypes.ZERO_DIM_FIELDS,
     scalars.SCALAR_PARAMETERS,
     scalars.SCALAR_CONTROL_FLOW,
+    bound_arguments.BOUND_ARGUMENTS,
     composition.LOCALS,
     composition.INLINED_CALLS,
     composition.MULTI_CALL_PROGRAMS,

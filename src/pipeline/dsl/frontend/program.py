@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
+import numpy as np
 
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.annotations import evaluated_annotations, parameter_types
@@ -16,7 +18,7 @@ from pipeline.dsl.frontend.indices import bound
 from pipeline.dsl.frontend.names import is_field_operator, is_scan_operator
 from pipeline.dsl.frontend.operators import body_parser, parse_field_operator, parse_scan_operator
 from pipeline.dsl.frontend.program_tuples import ProgramTuples, resolved_leaves
-from pipeline.dsl.frontend.source import function_source
+from pipeline.dsl.frontend.source import FunctionSource, function_source
 from pipeline.dsl.frontend.statements import without_docstring
 from pipeline.dsl.frontend.tuples import (
     Names,
@@ -42,7 +44,7 @@ from pipeline.dsl.ir.nodes import (
 )
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.stages import ProgramDefinition
-from pipeline.dsl.types import FieldType
+from pipeline.dsl.types import FieldType, ScalarType
 
 __all__ = ["parse_program"]
 
@@ -71,7 +73,12 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
             "t[1][0] is named t__1__0); rename it",
             source.function_def,
         )
+    constants = _bound_constants(definition, source, params)
+    params = tuple(p for p in params if p.name not in constants)
+    by_name = {p.name: p.type for p in params}
     parser = body_parser(definition, source, by_name)
+    # A bound parameter reads as its value wherever a constant goes (slices, domains).
+    parser.names.captured.update({name: c.value for name, c in constants.items()})
     program_tuples = ProgramTuples(source, tuples, parser.names.resolve_constant)
     stencils = []
     for statement in without_docstring(source.function_def.body):
@@ -84,7 +91,9 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
                 "op(a, b, out=out[1:-1, 1:-1, :])",
                 statement,
             )
-        stencils.append(_parse_stencil_call(statement.value, parser, by_name, program_tuples))
+        stencils.append(
+            _parse_stencil_call(statement.value, parser, by_name, program_tuples, constants)
+        )
     if not stencils:
         raise source.error(
             DSLSyntaxError,
@@ -100,8 +109,71 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
     )
 
 
+def _bound_constants(
+    definition: ProgramDefinition, source: FunctionSource, params: tuple[Param, ...]
+) -> dict[str, Literal]:
+    """The program's bound parameters (``Program.with_bound_args``) as constants of their
+    dtypes.
+
+    Raises:
+        DSLTypeError: a bound parameter that is not a scalar, or a value that is not a number
+            of its dtype (located at the program's definition).
+    """
+    types = {p.name: p.type for p in params}
+    constants = {}
+    for name, value in definition.bound.items():
+        declared = types.get(name)
+        if not isinstance(declared, ScalarType):
+            raise source.error(
+                DSLTypeError,
+                f"with_bound_args({name}=...) binds a parameter that is "
+                f"{'a field' if isinstance(declared, FieldType) else 'not a scalar'}; only "
+                "scalar parameters can be bound",
+                source.function_def,
+            )
+        number = _bound_number(declared.dtype, value)
+        if number is None:
+            raise source.error(
+                DSLTypeError,
+                f"with_bound_args({name}={value!r}): {_a(type(value).__name__)} does not fit "
+                f"parameter {name!r} of dtype {declared.dtype}; give "
+                f"{_KIND_NAMES[declared.dtype.kind]} that fits it",
+                source.function_def,
+            )
+        constants[name] = Literal(number, type=declared, loc=source.location(source.function_def))
+    return constants
+
+
+_KIND_NAMES = {"b": "a bool", "i": "an int", "u": "an int", "f": "a number"}
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
+def _bound_number(dtype: np.dtype[Any], value: object) -> bool | int | float | None:
+    """``value`` as a number of ``dtype``, or None where it is none (a bool for a number, a
+    float for an int, an int out of the dtype's range: what the argument checks refuse)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if dtype.kind == "b":
+        return value if isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if dtype.kind in "iu":
+        if not isinstance(value, int):
+            return None
+        info = np.iinfo(dtype)
+        return value if info.min <= value <= info.max else None
+    return float(dtype.type(value))
+
+
 def _parse_stencil_call(
-    node: ast.Call, parser: ExpressionParser, params: Mapping[str, Type], tuples: ProgramTuples
+    node: ast.Call,
+    parser: ExpressionParser,
+    params: Mapping[str, Type],
+    tuples: ProgramTuples,
+    constants: Mapping[str, Literal],
 ) -> Stencil:
     """One call of a program: the stencil computing the callee into its ``out=`` fields."""
     source = parser.source
@@ -126,7 +198,7 @@ def _parse_stencil_call(
     outputs = _outputs(
         node, operator.name, result_count, parser, params, tuples, declared.get("return")
     )
-    args = _stencil_arguments(node, operator, parser, params, tuples, declared)
+    args = _stencil_arguments(node, operator, parser, params, tuples, declared, constants)
     loc = source.location(node)
     results: tuple[Expr, ...]
     if isinstance(operator, ScanOperatorIR):
@@ -225,11 +297,13 @@ def _stencil_arguments(
     params: Mapping[str, Type],
     tuples: ProgramTuples,
     declared: Mapping[str, object],
+    constants: Mapping[str, Literal],
 ) -> tuple[Expr, ...]:
     """The arguments of a program's call of ``operator``: program parameters (a tuple
     argument's leaves one by one, nested as the operator's annotation in ``declared``) or
-    constants. A tuple argument is written as a tuple, or is a program's tuple parameter or
-    an item of one (``t``, ``t[1]``)."""
+    constants (a bound parameter is its typed constant in ``constants``). A tuple argument
+    is written as a tuple, or is a program's tuple parameter or an item of one (``t``,
+    ``t[1]``)."""
     source = parser.source
     keyword_args = [k for k in node.keywords if k.arg not in {"out", "domain"}]
     signature = (
@@ -270,7 +344,12 @@ def _stencil_arguments(
                 arg,
             )
         arguments += items
-    return tuple(_stencil_argument(arg, parser, params) for arg in arguments)
+    return tuple(
+        constants[arg.id]
+        if isinstance(arg, ast.Name) and arg.id in constants
+        else _stencil_argument(arg, parser, params)
+        for arg in arguments
+    )
 
 
 def _stencil_argument(

@@ -96,6 +96,8 @@ class _Typer:
 
     def expr(self, expr: ir.Expr) -> ir.Expr:
         match expr:
+            case ir.Literal(type=ScalarType(weak=False)):
+                return expr  # a constant of a declared dtype (a bound parameter, a fold)
             case ir.Literal(value=value):
                 dtype = (
                     bool_
