@@ -153,24 +153,17 @@ def test_a_build_killed_at_any_moment_leaves_nothing_that_loads_wrong(cache, com
 # --------------------------------------------------------------------------- races
 
 
-def test_eight_processes_compiling_one_new_program_build_it_once(cache, compiler, tmp_path):
+def _compiling_together(cache, compiler, tmp_path, programs, slow_seconds):
+    """One worker per name of ``programs``, all released at once when every one is ready;
+    their reports. The slow compiler (``slow_seconds`` before each build) keeps the first
+    builds running while the others arrive."""
     start = tmp_path / "start"
-    ready = [tmp_path / f"ready-{n}" for n in range(8)]
-    # The slow compiler keeps the first build running while the others arrive.
+    ready = [tmp_path / f"ready-{n}" for n in range(len(programs))]
     processes = [
-        start_worker(
-            cache,
-            compiler,
-            "--program",
-            "hdiff",
-            "--ready",
-            str(r),
-            "--start",
-            str(start),
-            SF_TEST_CC_BEFORE="0.3",
-        )
-        for r in ready
-    ]
+        start_worker(cache, compiler, "--program", program, "--ready", str(r), "--start",
+                     str(start), SF_TEST_CC_BEFORE=str(slow_seconds))
+        for program, r in zip(programs, ready, strict=True)
+    ]  # fmt: skip
     try:
         deadline = time.monotonic() + 120.0
         while not all(r.exists() for r in ready):
@@ -178,12 +171,15 @@ def test_eight_processes_compiling_one_new_program_build_it_once(cache, compiler
             assert time.monotonic() < deadline, "the workers never got ready"
             time.sleep(0.01)
         start.touch()
-        reports = [finish_worker(p) for p in processes]
+        return [finish_worker(p) for p in processes]
     finally:
         for p in processes:
             if p.poll() is None:
                 kill_worker(p)
 
+
+def test_eight_processes_compiling_one_new_program_build_it_once(cache, compiler, tmp_path):
+    reports = _compiling_together(cache, compiler, tmp_path, ["hdiff"] * 8, 0.3)
     for n, report in enumerate(reports):
         assert_correct(report, f"worker {n}")
     assert compiler.compiles == 1, compiler.lines("compile")
@@ -198,26 +194,7 @@ def test_processes_compiling_different_programs_on_a_cold_cache_build_the_suppor
 ):
     # Each program links the support object; the slow compiler keeps its first build running
     # while the other processes ask for it. Before, each built its own (a fleet: 4 for 1).
-    start = tmp_path / "start"
-    ready = [tmp_path / f"ready-{n}" for n in range(4)]
-    processes = [
-        start_worker(cache, compiler, "--program", program, "--ready", str(r), "--start",
-                     str(start), SF_TEST_CC_BEFORE="0.5")
-        for program, r in zip(("lap", "hdiff", "lap", "hdiff"), ready, strict=True)
-    ]  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120.0
-        while not all(r.exists() for r in ready):
-            assert all(p.poll() is None for p in processes), "a worker died before the start"
-            assert time.monotonic() < deadline, "the workers never got ready"
-            time.sleep(0.01)
-        start.touch()
-        reports = [finish_worker(p) for p in processes]
-    finally:
-        for p in processes:
-            if p.poll() is None:
-                kill_worker(p)
-
+    reports = _compiling_together(cache, compiler, tmp_path, ["lap", "hdiff"] * 2, 0.5)
     for n, report in enumerate(reports):
         assert_correct(report, f"worker {n}")
     assert len(compiler.lines("support")) == 1, compiler.lines("support")
