@@ -123,6 +123,8 @@ class _Definition:
     # The parameters' nesting from their annotations, kept once read: None for a program
     # without tuple parameters, whose arguments go to the executable as they are.
     _nesting: list[Nesting | None] = attrs.field(factory=list, init=False, repr=False)
+    # Set once the nesting is read and has no tuple: a call's arguments are the executable's.
+    _leaves_as_given: bool = attrs.field(default=False, init=False, repr=False)
 
     kind = "program"
 
@@ -219,6 +221,7 @@ class _Definition:
             except (SourceError, NameError):
                 return None  # the frontend reports the annotation, located
             self._nesting.append(nesting if has_tuples(nesting) else None)
+            object.__setattr__(self, "_leaves_as_given", self._nesting[0] is None)
         return self._nesting[0]
 
     def _leaves(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -297,10 +300,9 @@ class Program(_Definition):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         dispatcher = self._dispatcher
-        nesting = self._nesting
         # The fast entries take the executable's parameters, the leaves: only a program
-        # without tuple parameters (its nesting read, None) may hand them the call as is.
-        if nesting and nesting[0] is None and not metrics.ACTIVE:
+        # without tuple parameters (known once its nesting is read) hands them the call as is.
+        if self._leaves_as_given and not metrics.ACTIVE:
             if kwargs:
                 binding = dispatcher.fast_keywords  # binds natively, never runs the frontend
                 if binding is not None:
