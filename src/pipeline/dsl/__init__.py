@@ -26,6 +26,7 @@ from pipeline.dsl import builtins
 from pipeline.dsl.builtins import *  # noqa: F403  (the builtins, as builtins.__all__ lists them)
 from pipeline.dsl.errors import DomainError, DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.located import LocatedArray, located
 from pipeline.dsl.programs import (
     FieldOperator,
     Program,
@@ -48,12 +49,14 @@ __all__ = [
     "Field",
     "FieldOperator",
     "FieldType",
+    "LocatedArray",
     "Program",
     "ProgramDefinition",
     "ScalarType",
     "ScanOperator",
     "ScanSettings",
     "field_operator",
+    "located",
     "program",
     "scan_operator",
     "shared_frontend",

@@ -34,6 +34,7 @@ from pipeline.dsl.evaluation import (
 from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
+from pipeline.dsl.located_calls import call_with_located, has_located
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.dsl.types import Dimension, record_of
@@ -326,8 +327,12 @@ class Program(_Definition):
         nesting = self._tuple_nesting()
         dispatcher = self._dispatcher
         if nesting is None:
+            if has_located(args):
+                return call_with_located(self, args)
             return dispatcher.call(self.definition, args)
         leaves = flatten_arguments(self.name, nesting, args)
+        if has_located(leaves):
+            return call_with_located(self, leaves)
         fast = dispatcher.fast
         if fast is not None and not metrics.ACTIVE:
             result = fast(*leaves)
