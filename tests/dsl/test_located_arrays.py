@@ -175,3 +175,10 @@ def test_a_located_array_shows_where_it_lies():
     where = located(np.zeros((3, 4)), (I, J), origin={J: -1})
     assert where.domain == {I: (0, 3), J: (-1, 3)}
     assert repr(where) == "located(ndarray over I[0:3], J[-1:3])"
+
+
+def test_lower_with_located_arrays_shows_the_variant_their_calls_run():
+    f, out = np.zeros((N[0] + 1, N[1], N[2])), np.zeros(N)
+    assert "out <- f[I-1]" in str(below.lower(f[1:], out).ir)
+    variant = below.lower(located(f, (I, J, K), origin={I: -1}), out)
+    assert "out <- f\n" in str(variant.ir)  # element i of out reads element i of f

@@ -25,7 +25,7 @@ from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.dsl.types import FieldType
 from pipeline.errors import ArgumentError
 
-__all__ = ["call_with_located", "has_located"]
+__all__ = ["call_with_located", "has_located", "located_variant"]
 
 
 class LocatedCaller(Protocol):
@@ -40,10 +40,18 @@ class LocatedCaller(Protocol):
     def frontend(self) -> CompilableProgram: ...
 
 
-# Per program definition, its variants by their origins: built once per distinct origins.
-_VARIANTS: weakref.WeakKeyDictionary[ProgramDefinition, dict[Origins, ProgramDefinition]] = (
-    weakref.WeakKeyDictionary()
-)
+@attrs.define(eq=False)
+class _Variants:
+    """What located calls of one definition read again and again: its IR (the frontend's,
+    for the parameters' names and types and the stencils' outputs) and its variants by
+    their origins, each built once."""
+
+    ir: ProgramIR
+    by_origins: dict[Origins, ProgramDefinition] = attrs.field(factory=dict)
+
+
+# A memo per program definition, dropped with it (a definition belongs to one program).
+_VARIANTS: weakref.WeakKeyDictionary[ProgramDefinition, _Variants] = weakref.WeakKeyDictionary()
 
 
 def has_located(leaves: Sequence[Any]) -> bool:
@@ -58,15 +66,30 @@ def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
         What the program's call returns.
 
     Raises:
+        ArgumentError: as ``located_variant``.
+    """
+    return program.dispatcher.call(*located_variant(program, leaves))
+
+
+def located_variant(
+    program: LocatedCaller, leaves: Sequence[Any]
+) -> tuple[ProgramDefinition, tuple[Any, ...]]:
+    """The definition a call with ``leaves`` runs (the program's own, or its variant for the
+    located arguments' origins), and the leaves with the located arrays unwrapped.
+
+    Raises:
         ArgumentError: a located array for a scalar parameter, or whose dimensions are not
             its parameter's (in order), or outputs of one call with different origins;
             raised before anything runs, naming the program and the arguments.
     """
     definition = program.definition
-    ir = program.frontend().ir
+    variants = _VARIANTS.get(definition)
+    if variants is None:
+        variants = _VARIANTS[definition] = _Variants(program.frontend().ir)
+    ir = variants.ir
     plain = tuple(leaf.array if type(leaf) is LocatedArray else leaf for leaf in leaves)
     if len(leaves) != len(ir.params):
-        return program.dispatcher.call(definition, plain)  # refused there, naming them
+        return definition, plain  # the dispatcher refuses them, naming them
     origins: dict[str, tuple[tuple[str, int], ...]] = {}
     for param, leaf in zip(ir.params, leaves, strict=True):
         if type(leaf) is LocatedArray:
@@ -74,12 +97,11 @@ def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
     _check_output_origins(ir, origins)
     key: Origins = tuple((name, dims) for name, dims in origins.items() if dims)
     if not key:
-        return program.dispatcher.call(definition, plain)
-    variants = _VARIANTS.setdefault(definition, {})
-    variant = variants.get(key)
+        return definition, plain
+    variant = variants.by_origins.get(key)
     if variant is None:
-        variant = variants[key] = attrs.evolve(definition, located=key)
-    return program.dispatcher.call(variant, plain)
+        variant = variants.by_origins[key] = attrs.evolve(definition, located=key)
+    return variant, plain
 
 
 def _origins(

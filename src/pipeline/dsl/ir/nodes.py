@@ -336,7 +336,9 @@ class ProgramIR:
     stencils: tuple[Stencil, ...]
     tuples: tuple[tuple[str, Names], ...] = attrs.field(default=(), eq=False)
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
-    origins: Origins = attrs.field(default=(), kw_only=True)
+    # Out of equality and fingerprints, as the nesting: empty once the array_origins pass
+    # ran, and the passes before it are cached by the definition, which holds the origins.
+    origins: Origins = attrs.field(default=(), kw_only=True, eq=False)
 
     def param(self, name: str) -> Param:
         """The parameter called ``name``."""
