@@ -59,6 +59,26 @@ def capped(f: IJK, out: IJK):
     _capped(f, out=out)
 
 
+@field_operator
+def _apart(f: IJK) -> IJK:
+    return concat_where(K != 0, f, -1.0)
+
+
+@program
+def apart(f: IJK, out: IJK):
+    _apart(f, out=out)
+
+
+@field_operator
+def _both(f: IJK) -> tuple[IJK, IJK]:
+    return f, -f
+
+
+@program
+def both(f: IJK, a: IJK, b: IJK):
+    _both(f, out=(a, b))
+
+
 def _data(shape, seed=0):
     return np.random.default_rng(seed).uniform(-1, 1, shape)
 
@@ -131,6 +151,24 @@ def test_concat_where_on_k_equal_zero_speaks_of_the_grid_index(
     np.testing.assert_array_equal(to_numpy(_result(after, 1)), expected)
 
 
+def test_a_condition_holds_at_grid_indices_below_zero(
+    dsl_backend, to_backend_array, to_numpy, run_program
+):
+    # K != 0 is (K < 0) | (K > 0): out and f cover K = -2 .. 2, so elements 0 and 1 are in it.
+    f = _data(N, 6)
+    out = np.zeros(N)
+    after = run_program(
+        apart,
+        dsl_backend,
+        located(to_backend_array(f, dsl_backend), (I, J, K), origin={K: -2}),
+        located(to_backend_array(out, dsl_backend), (I, J, K), origin={K: -2}),
+        written=(1,),
+    )
+    expected = f.copy()
+    expected[:, :, 2] = -1.0
+    np.testing.assert_array_equal(to_numpy(_result(after, 1)), expected)
+
+
 def test_plain_and_located_arguments_mix_and_plain_calls_stay_as_they_were(
     dsl_backend, to_backend_array, to_numpy, run_program
 ):
@@ -165,6 +203,14 @@ def test_a_located_array_for_a_scalar_or_outputs_at_different_origins_are_refuse
     f, out = np.zeros((7, 4, 5)), np.zeros(N)
     with pytest.raises(ArgumentError, match="'lo' of difference\\(\\) is a scalar parameter"):
         difference(f, f, located(np.zeros(3), (I,)), out)
+    moved = located(np.zeros(N), (I, J, K), origin={I: 1})
+    with pytest.raises(ArgumentError, match="'a' at origin 0; 'b' at origin I=1"):
+        both(np.zeros(N), np.zeros(N), b=moved)
+    f = np.arange(7.0 * 4 * 5).reshape(7, 4, 5)
+    both(f, np.zeros(N), np.zeros(N))  # a plain call first: its fast entry passes the next on
+    a = np.zeros(N)
+    both(f, a=located(a, (I, J, K), origin={I: 1}), b=moved)  # the same origin: accepted
+    np.testing.assert_array_equal(a, f[1:])
     with pytest.raises(ValueError, match="one dimension per axis"):
         located(out, (I, J))
     with pytest.raises(ValueError, match="names K, which is not in dims"):

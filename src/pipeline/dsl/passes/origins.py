@@ -4,9 +4,10 @@ A located array's element 0 lies at grid index ``o`` along a dimension (ADR 0026
 stencil computes over its outputs' elements, so in its frame the point ``p`` is the grid
 index ``p + o_out``; a read ``f(I + d)`` there is grid index ``p + o_out + d``, which is
 ``f``'s element ``p + d + o_out - o_f``. Absolute positions (``domain=`` bounds, the
-conditions of ``concat_where``) move by ``-o_out``. After this pass the IR is one a user
-could have written for plain arrays: the extents, the argument checks and every translation
-take it as it is, and the executables take the plain arrays.
+conditions of ``concat_where``) move by ``-o_out``, and their boxes below element 0 go.
+After this pass the IR is one a user could have written for plain arrays: the extents, the
+argument checks and every translation take it as it is, and the executables take the plain
+arrays.
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ Origin = dict[str, int]
 
 def locate_arrays(program: ProgramIR) -> ProgramIR:
     """The array-origins pass (a ``Step[ProgramIR, ProgramIR]``): ``program`` with its
-    stencils in their outputs' element indices and ``origins`` emptied; a program without
-    located parameters is returned as it is.
+    stencils in their outputs' element indices and ``origins`` emptied, and the boxes of its
+    ``concat_where`` conditions that lie below element 0 dropped (regions are exact on all
+    integers, element indices are never negative).
 
     Raises:
         ValueError: the outputs of one stencil have different origins (the call path
             refuses such a call first, naming the arguments).
     """
     if not program.origins:
-        return program
+        return attrs.evolve(program, stencils=tuple(_pruned(s) for s in program.stencils))
     origins = {name: dict(dims) for name, dims in program.origins}
     fields = {p.name: p.type for p in program.params if isinstance(p.type, FieldType)}
     stencils = tuple(_located(program.name, s, origins, fields) for s in program.stencils)
@@ -72,7 +74,8 @@ def _located(
             shift = tuple((d, frame.get(d, 0) - own.get(d, 0)) for d in dims if d in grid)
             return expr.shifted(shift)
         if isinstance(expr, ConcatWhere):
-            expr = attrs.evolve(expr, region=expr.region.shifted({d: -o for d, o in frame.items()}))
+            moved_region = expr.region.shifted({d: -o for d, o in frame.items()})
+            expr = attrs.evolve(expr, region=moved_region.nonnegative())
         return map_children(expr, moved)
 
     return attrs.evolve(
@@ -80,6 +83,22 @@ def _located(
         body=tuple(attrs.evolve(a, value=moved(a.value)) for a in stencil.body),
         results=tuple(moved(r) for r in stencil.results),
         outputs=tuple(_target(t, fields, frame) for t in stencil.outputs),
+    )
+
+
+def _pruned(stencil: Stencil) -> Stencil:
+    """``stencil`` with its conditions' boxes below element 0 dropped (a plain program's
+    grid indices are its element indices)."""
+
+    def pruned(expr: Expr) -> Expr:
+        if isinstance(expr, ConcatWhere):
+            expr = attrs.evolve(expr, region=expr.region.nonnegative())
+        return map_children(expr, pruned)
+
+    return attrs.evolve(
+        stencil,
+        body=tuple(attrs.evolve(a, value=pruned(a.value)) for a in stencil.body),
+        results=tuple(pruned(r) for r in stencil.results),
     )
 
 
