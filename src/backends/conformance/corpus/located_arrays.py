@@ -7,6 +7,8 @@ annotations``, since the DSL reads the annotations. The arguments and references
 NumPy arrays; each case's ``located`` says which are passed located, and where.
 """
 
+import numpy as np
+
 from backends.conformance.corpus.cases import (
     IJK,
     OUT,
@@ -18,7 +20,7 @@ from backends.conformance.corpus.cases import (
     K,
     arguments,
 )
-from pipeline.dsl import concat_where, field_operator, program
+from pipeline.dsl import concat_where, field_operator, float64, program, scan_operator
 
 LOCATED_ARRAYS = Feature("located arrays")
 
@@ -85,3 +87,28 @@ def lid_reference(f, out):
 LOCATED_ARRAYS.add("located_concat_where_on_k_zero", lid,
     arguments(f=F(), out=OUT()), lid_reference,
     located={"f": ((I, J, K), {K: -1}), "out": ((I, J, K), {K: -2})})
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def _running_sum(total: float64, x: float64) -> float64:
+    return total + x
+
+
+@field_operator
+def _column_sum(f: IJK) -> IJK:
+    return _running_sum(f)
+
+
+@program
+def column_sum(f: IJK, out: IJK):
+    _column_sum(f, out=out)
+
+
+def column_sum_reference(f, out):
+    # f covers K = -1 ..: the sweep over out's K = 0 .. reads f from its element 1.
+    out[...] = np.cumsum(f[:, :, 1:], axis=2)
+
+
+LOCATED_ARRAYS.add("located_input_to_a_scan", column_sum,
+    arguments(f=F(shape=(SHAPE[0], SHAPE[1], SHAPE[2] + 1)), out=OUT()), column_sum_reference,
+    located={"f": ((I, J, K), {K: -1})})
