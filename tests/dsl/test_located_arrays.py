@@ -8,7 +8,12 @@ No ``from __future__ import annotations``: the DSL reads the annotations.
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import backends
+from backends import EmbeddedBackend
+from backends.embedded import embedded_pipeline
 from pipeline.dsl import (
     Dimension,
     DomainError,
@@ -228,3 +233,61 @@ def test_lower_with_located_arrays_shows_the_variant_their_calls_run():
     assert "out <- f[I-1]" in str(below.lower(f[1:], out).ir)
     variant = below.lower(located(f, (I, J, K), origin={I: -1}), out)
     assert "out <- f\n" in str(variant.ir)  # element i of out reads element i of f
+
+
+@field_operator
+def _two_below(f: IJK) -> IJK:
+    return f(I - 2)
+
+
+@field_operator
+def _one_above(f: IJK) -> IJK:
+    return f(I + 1)
+
+
+@program
+def two_below(f: IJK, out: IJK):
+    _two_below(f, out=out)
+
+
+@program
+def one_above(f: IJK, out: IJK):
+    _one_above(f, out=out)
+
+
+_DEFINITION_RUN = EmbeddedBackend(
+    "embedded_numpy_definition_located", np, pipeline=embedded_pipeline(np, planned=False)
+)
+
+
+# Every pair of origins is a variant: compiled backends would build hundreds, so the property
+# runs where the IR runs (the NumPy plan) and where the definition runs (fields at origins).
+@pytest.mark.parametrize(
+    "backend", [backends.embedded_numpy, _DEFINITION_RUN], ids=lambda b: b.name
+)
+@settings(max_examples=60, deadline=None)
+@given(
+    shift=st.sampled_from([-2, 1]),
+    f_origin=st.integers(-4, 4),
+    f_size=st.integers(1, 9),
+    out_origin=st.integers(-4, 4),
+    out_size=st.integers(1, 6),
+)
+def test_a_shifted_read_lands_on_the_grid_index_or_is_refused_for_the_missing_part(
+    backend, shift, f_origin, f_size, out_origin, out_size
+):
+    # f covers grid [f_origin, f_origin + f_size); out [out_origin, out_origin + out_size).
+    f = np.arange(f_size * 2 * 2, dtype=np.float64).reshape(f_size, 2, 2)
+    out = np.zeros((out_size, 2, 2))
+    run = (two_below if shift == -2 else one_above).with_backend(backend)
+    wanted = (out_origin + shift, out_origin + out_size + shift)  # the grid indices read
+    args = (
+        located(f, (I, J, K), origin={I: f_origin}),
+        located(out, (I, J, K), origin={I: out_origin}),
+    )
+    if wanted[0] < f_origin or wanted[1] > f_origin + f_size:
+        with pytest.raises(DomainError, match="'f' is too small along I"):
+            run(*args)
+        return
+    run(*args)
+    np.testing.assert_array_equal(out, f[wanted[0] - f_origin : wanted[1] - f_origin])
