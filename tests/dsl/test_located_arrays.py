@@ -222,6 +222,12 @@ def test_a_located_array_for_a_scalar_or_outputs_at_different_origins_are_refuse
         located(np.zeros(3), (I,), origin={K: 1})
 
 
+def test_a_refusal_for_missing_halo_says_where_the_located_arrays_lie():
+    f = located(np.ones((N[0], N[1], N[2])), (I, J, K), origin={I: 1})  # covers I = 1 ..
+    with pytest.raises(DomainError, match=r"'f' is too small along I.*located: 'f' at origin I=1"):
+        below(f, np.zeros(N))
+
+
 def test_a_located_array_shows_where_it_lies():
     where = located(np.zeros((3, 4)), (I, J), origin={J: -1})
     assert where.domain == {I: (0, 3), J: (-1, 3)}

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import attrs
 
 from pipeline.dispatch import Dispatcher
+from pipeline.dsl.errors import DomainError
 from pipeline.dsl.ir.nodes import Origins, ProgramIR
 from pipeline.dsl.located import LocatedArray
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
@@ -67,8 +68,23 @@ def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
 
     Raises:
         ArgumentError: as ``located_variant``.
+        DomainError: the arrays do not cover the reads; the message's indices are the
+            arrays' elements, and a note says where the located ones lie on the grid.
     """
-    return program.dispatcher.call(*located_variant(program, leaves))
+    definition, plain = located_variant(program, leaves)
+    try:
+        return program.dispatcher.call(definition, plain)
+    except DomainError as error:
+        if not definition.located:
+            raise
+        ir = _VARIANTS[program.definition].ir
+        where = "; ".join(
+            f"{ir.shown(name)!r} {_described(dict(origin))}"
+            for name, origin in definition.located
+        )
+        raise DomainError(
+            f"{error} (the indices above are the arrays' elements; located: {where})"
+        ) from error
 
 
 def located_variant(
