@@ -15,7 +15,8 @@ Cartesian stencils over named dimensions, run as plain Python on an array namesp
 The map: types and builtins (``types``, ``builtins``, ``regions``); the decorators and the
 program objects (``programs``); the frontend, ``ConcreteDefinition`` ->
 ``CompilableProgram`` (``frontend``: parsing, then the IR passes of ``passes`` over the IR of
-``ir``); the argument checks (``arguments``) and how calls are dispatched (``calls``); the
+``ir``); the argument checks (``arguments``), located arrays and their calls (``located``,
+``located_calls``) and how calls are dispatched (``calls``); the
 stage artifacts (``stages``) and errors (``errors``). A backend's translation reads the IR
 through ``pipeline.dsl.ir`` and starts its pipeline with ``shared_frontend``.
 """
