@@ -52,6 +52,18 @@ def test_and_or_not_are_intersection_union_and_complement(a, b, n):
 
 
 @settings(max_examples=200, deadline=None)
+@given(regions, regions, st.integers(0, 6))
+def test_the_algebra_is_exact_below_index_zero_and_nonnegative_drops_only_that(a, b, n):
+    # A located array's grid indices may be negative (ADR 0026).
+    below = [(i, k) for i in range(-3, 6) for k in range(-3, 7)]
+    for point in below:
+        assert holds(a & b, point, n) == (holds(a, point, n) and holds(b, point, n))
+        assert holds(~a, point, n) == (not holds(a, point, n))
+    for point in POINTS:
+        assert holds(a.nonnegative(), point, n) == holds(a, point, n)
+
+
+@settings(max_examples=200, deadline=None)
 @given(regions, st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 6))
 def test_a_shifted_region_holds_where_the_original_held_before_the_shift(region, di, dk, n):
     moved = region.shifted({"I": di, "K": dk})

@@ -142,6 +142,9 @@ class EmbeddedExecutable:
     large_domain: int = LARGE_DOMAIN
     function: Any = attrs.field(init=False, repr=False)
     plan: SlicePlan | None = attrs.field(init=False, repr=False)
+    # Per parameter, the grid index of its element 0 (a located array's, ADR 0026), or None:
+    # the definition runs in grid indices, the IR (and the plan) in element indices.
+    origins: tuple[tuple[int, ...] | None, ...] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # The definition runs against the globals captured on first use, as compiled code does.
@@ -153,6 +156,14 @@ class EmbeddedExecutable:
             else None
         )
         object.__setattr__(self, "plan", plan)
+        located = dict(self.definition.located)
+        origins = tuple(
+            tuple(dict(located[p.name]).get(d, 0) for d in p.type.dim_names)
+            if p.name in located and isinstance(p.type, FieldType)
+            else None
+            for p in self.ir.params
+        )
+        object.__setattr__(self, "origins", origins)
 
     def __call__(self, *args: Any) -> Any:
         if self.plan is not None:
@@ -160,15 +171,15 @@ class EmbeddedExecutable:
         functional = _is_functional(self.namespace)
         regions = read_regions(self.ir, args)
         values: list[Any] = []
-        for param, value in zip(self.ir.params, args, strict=True):
+        for param, value, origin in zip(self.ir.params, args, self.origins, strict=True):
             if param.name in regions:
                 assert isinstance(param.type, FieldType)
                 box = regions[param.name]
-                values.append(input_field(value, param.type.dim_names, box, self.namespace))
+                dims = param.type.dim_names
+                values.append(input_field(value, dims, box, self.namespace, origin))
             elif isinstance(param.type, FieldType):
-                values.append(
-                    field_parameter(value, param.type.dim_names, self.namespace, functional)
-                )
+                dims = param.type.dim_names
+                values.append(field_parameter(value, dims, self.namespace, functional, origin))
             else:
                 values.append(_scalar_value(self.namespace, param.type.dtype.kind, value))
         with evaluating_embedded():

@@ -422,17 +422,32 @@ def _full_plane(
     return ns.full(shape, value, dtype=ns.float64 if isinstance(value, float) else None)
 
 
-def field_parameter(array: Any, dims: tuple[str, ...], ns: Any, functional: bool) -> EmbeddedField:
-    """The field a program parameter's array becomes, with origin 0 in every dimension."""
+def field_parameter(
+    array: Any,
+    dims: tuple[str, ...],
+    ns: Any,
+    functional: bool,
+    origin: tuple[int, ...] | None = None,
+) -> EmbeddedField:
+    """The field a program parameter's array becomes, its element 0 at ``origin`` (a located
+    array's, ADR 0026; None: 0 in every dimension)."""
     cell = _Cell(array, functional)
     index = tuple(slice(0, n) for n in array.shape)
-    return EmbeddedField(None, dims, (0,) * len(dims), ns, cell, index)
+    return EmbeddedField(None, dims, origin or (0,) * len(dims), ns, cell, index)
 
 
 def input_field(
-    array: Any, dims: tuple[str, ...], box: tuple[tuple[int, int], ...], ns: Any
+    array: Any,
+    dims: tuple[str, ...],
+    box: tuple[tuple[int, int], ...],
+    ns: Any,
+    origin: tuple[int, ...] | None = None,
 ) -> EmbeddedField:
-    """A read-only program parameter restricted to ``box`` (start, stop per axis), its origin
-    at the box's start: operations then compute over what the program reads, no more."""
+    """A read-only program parameter restricted to ``box`` (start, stop per axis, in
+    elements), its origin at the box's start moved by the array's ``origin`` (a located
+    array's; None: 0): operations then compute over what the program reads, no more."""
     view = array[tuple(slice(start, stop) for start, stop in box)]
-    return EmbeddedField(view, dims, tuple(start for start, _ in box), ns)
+    starts = tuple(start for start, _ in box)
+    if origin is not None:
+        starts = tuple(start + at for start, at in zip(starts, origin, strict=True))
+    return EmbeddedField(view, dims, starts, ns)

@@ -16,7 +16,7 @@ from backends.conformance import corpus
 from backends.conformance.arrays import bind, run_program, to_backend_array, to_numpy
 from backends.conformance.corpus import Case
 from backends.conformance.corpus.cases import copied, labelled_leaves, leaf_map
-from pipeline.dsl import float64
+from pipeline.dsl import LocatedArray, float64
 
 __all__ = [
     "check_case",
@@ -60,7 +60,10 @@ def check_case(case: Case, backend: Backend) -> None:
                            if isinstance(leaf, np.ndarray) else leaf, value)
             for name, value in host.items()}
 
-    after = run_program(case.program, backend, written=case.outputs, **args)
+    after = run_program(case.program, backend, written=case.outputs,
+                        **case.call_arguments(args))
+    after = {key: value.array if isinstance(value, LocatedArray) else value
+             for key, value in after.items()}
 
     for name in case.outputs:
         leaves = zip(labelled_leaves(name, after[name]), labelled_leaves(name, expected[name]),

@@ -15,7 +15,8 @@ Cartesian stencils over named dimensions, run as plain Python on an array namesp
 The map: types and builtins (``types``, ``builtins``, ``regions``); the decorators and the
 program objects (``programs``); the frontend, ``ConcreteDefinition`` ->
 ``CompilableProgram`` (``frontend``: parsing, then the IR passes of ``passes`` over the IR of
-``ir``); the argument checks (``arguments``) and how calls are dispatched (``calls``); the
+``ir``); the argument checks (``arguments``), located arrays and their calls (``located``,
+``located_calls``) and how calls are dispatched (``calls``); the
 stage artifacts (``stages``) and errors (``errors``). A backend's translation reads the IR
 through ``pipeline.dsl.ir`` and starts its pipeline with ``shared_frontend``.
 """
@@ -26,6 +27,7 @@ from pipeline.dsl import builtins
 from pipeline.dsl.builtins import *  # noqa: F403  (the builtins, as builtins.__all__ lists them)
 from pipeline.dsl.errors import DomainError, DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.step import shared_frontend
+from pipeline.dsl.located import LocatedArray, located
 from pipeline.dsl.programs import (
     FieldOperator,
     Program,
@@ -48,12 +50,14 @@ __all__ = [
     "Field",
     "FieldOperator",
     "FieldType",
+    "LocatedArray",
     "Program",
     "ProgramDefinition",
     "ScalarType",
     "ScanOperator",
     "ScanSettings",
     "field_operator",
+    "located",
     "program",
     "scan_operator",
     "shared_frontend",

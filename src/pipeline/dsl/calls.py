@@ -40,6 +40,9 @@ class StencilCalls:
     whose IR names the parameters and makes the ``ArgumentChecker``."""
 
     def definition_key(self, definition: ProgramDefinition) -> Hashable:
+        # A call with located arrays is a definition of its own (ADR 0026), never fast.
+        if definition.located:
+            return (definition.output_slices, definition.located)
         return definition.output_slices
 
     def program(self, output: object) -> CompilableProgram:

@@ -34,6 +34,7 @@ from pipeline.dsl.evaluation import (
 from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
+from pipeline.dsl.located_calls import call_with_located, has_located, located_variant
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.dsl.types import Dimension, record_of
@@ -326,8 +327,12 @@ class Program(_Definition):
         nesting = self._tuple_nesting()
         dispatcher = self._dispatcher
         if nesting is None:
+            if has_located(args):
+                return call_with_located(self, args)
             return dispatcher.call(self.definition, args)
         leaves = flatten_arguments(self.name, nesting, args)
+        if has_located(leaves):
+            return call_with_located(self, leaves)
         fast = dispatcher.fast
         if fast is not None and not metrics.ACTIVE:
             result = fast(*leaves)
@@ -342,13 +347,18 @@ class Program(_Definition):
         """Frontend and translation for example ``args``: the IR and the generated source.
 
         Without arguments nothing is specialized (every field is taken as contiguous).
-        ``.compile()`` on the result finishes the walk.
+        Located arrays (``pipeline.dsl.located``) lower the variant for their origins, the
+        one their calls run. ``.compile()`` on the result finishes the walk.
 
         Raises:
             ArgumentError: the arguments do not match the parameters.
             DSLError: the definition is not valid DSL.
         """
-        return self._lower(self.definition, self._bind(args, kwargs) if kwargs else args)
+        bound = self._bind(args, kwargs) if kwargs else args
+        leaves = self._leaves(bound) if bound else bound
+        if has_located(leaves):  # the variant for their origins (ADR 0026)
+            return Lowered.of(self._dispatcher, *located_variant(self, leaves))
+        return self._lower(self.definition, bound)
 
     def compile(self, *args: Any, executor: Executor | None = None, **kwargs: Any) -> Any:
         """``self.lower(*args).compile()``: the compiled program for ``args``'s signature,

@@ -4,8 +4,10 @@ A ``Region`` is a union of boxes; a box bounds some dimensions, each by an ``Int
 ``max(lowers) <= x < min(uppers)`` (no lower: from minus infinity; no upper: to infinity).
 A bound is an integer, or a scalar parameter plus an integer (``n - 1``), so a region can
 be written once in the IR and resolved at each call with the scalars' values. Comparing a
-``Dimension`` with an integer makes one (``K == 0``); ``&``, ``|`` and ``~`` combine them.
-Indices are never negative, so regions are taken within ``x >= 0``.
+``Dimension`` with an integer makes one (``K == 0``); ``&``, ``|`` and ``~`` combine them,
+exactly on all integers: a located array's grid indices may be negative (ADR 0026). Element
+indices are not: ``nonnegative()`` drops the boxes below index 0, for regions in the outputs'
+elements (the IR's, from the ``array_origins`` pass on).
 """
 
 from __future__ import annotations
@@ -89,9 +91,16 @@ def _meet_boxes(a: Box, b: Box) -> Box | None:
         highs = [x.offset for x in interval.uppers if x.param is None]
         if lows and highs and max(lows) >= min(highs):
             return None
-        if highs and min(highs) <= 0:  # indices are never negative
-            return None
     return box
+
+
+def _below_zero(box: Box) -> bool:
+    """Whether ``box`` lies below index 0 along some dimension, whatever the scalars."""
+    for interval in box:
+        highs = [x.offset for x in interval.uppers if x.param is None]
+        if highs and min(highs) <= 0:
+            return True
+    return False
 
 
 @attrs.frozen
@@ -145,6 +154,10 @@ class Region:
                 outside += [(Interval(interval.dim, (b,), ()),) for b in interval.uppers]
             result = result & Region(tuple(outside))
         return result
+
+    def nonnegative(self) -> Region:
+        """The region without its boxes below index 0 (for element indices, never negative)."""
+        return Region(tuple(box for box in self.boxes if not _below_zero(box)))
 
     def __bool__(self) -> bool:
         raise TypeError("an index condition has no truth value; use it in concat_where(cond, a, b)")

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.ir.nodes import Origins, ProgramIR
 from pipeline.stages import CompileTimeArgs
 
 __all__ = ["CompilableProgram", "ProgramDefinition", "ScanSettings"]
@@ -52,6 +52,10 @@ class ProgramDefinition:
         bound: for a program, the scalar parameters bound to values
             (``Program.with_bound_args``): compile-time constants of their parameters'
             dtypes, no longer parameters of its executables.
+        located: for a program called with located arrays (``pipeline.dsl.located``), per
+            such parameter (a leaf's name, ``t__0``), the grid index of its element 0 along
+            each dimension where it is not 0; the frontend reads the IR in the outputs'
+            element indices, so the executables take the plain arrays (ADR 0026).
     """
 
     function: Callable[..., Any]
@@ -60,6 +64,7 @@ class ProgramDefinition:
     output_slices: tuple[tuple[int | None, int | None], ...] | None = None
     scan: ScanSettings | None = None
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    located: Origins = ()
 
     @property
     def name(self) -> str:
@@ -77,6 +82,8 @@ class ProgramDefinition:
             self.output_slices,
             self.scan,
             {name: (type(value).__name__, value) for name, value in self.bound.items()},
+            # Left out when empty: a plain program's fingerprint is what it was before.
+            *((self.located,) if self.located else ()),
         )
 
     def __repr__(self) -> str:

@@ -12,13 +12,13 @@ reads the annotations, and a user's module usually does not stringify them.
 """
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import numpy as np
 
-from pipeline.dsl import Dimension, Field, bool_, float32, float64, int32, int64
+from pipeline.dsl import Dimension, Field, bool_, float32, float64, int32, int64, located
 from pipeline.dsl.types import record_of
 
 __all__ = [
@@ -95,6 +95,9 @@ class Case:
             arrays, in place, touching exactly the cells the program's out slices cover.
         rtol, atol: tolerances for floating outputs; ``None`` means :func:`tolerance`'s.
         feature: the feature of the DSL the case exercises (its :class:`Feature`'s name).
+        located: the arguments passed as located arrays (``pipeline.dsl.located``, ADR
+            0026): by name, their dimensions and origin. ``arguments`` and ``reference``
+            see the plain NumPy arrays; :meth:`call_arguments` wraps them for the call.
     """
 
     name: str
@@ -105,6 +108,9 @@ class Case:
     rtol: float | None = None
     atol: float | None = None
     feature: str = ""
+    located: Mapping[str, tuple[tuple[Dimension, ...], Mapping[Dimension, int]]] = attrs.field(
+        factory=dict
+    )
 
     @property
     def seed(self) -> int:
@@ -113,6 +119,13 @@ class Case:
     def build(self) -> dict[str, Any]:
         """The case's arguments (NumPy), the same on every call."""
         return self.arguments(np.random.default_rng(self.seed))
+
+    def call_arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` as the program is called with them: the located ones wrapped."""
+        return {
+            name: located(value, *self.located[name]) if name in self.located else value
+            for name, value in args.items()
+        }
 
     def tolerance(self, dtype: np.dtype) -> tuple[float, float]:
         rtol, atol = tolerance(dtype)
@@ -125,7 +138,7 @@ class Case:
         host = self.build()
         expected = {name: copied(value) for name, value in host.items()}
         self.reference(**expected)
-        self.program.with_backend(backend)(**host)
+        self.program.with_backend(backend)(**self.call_arguments(host))
         for name in self.outputs:
             pairs = zip(labelled_leaves(name, host[name]), labelled_leaves(name, expected[name]),
                         strict=True)
@@ -159,10 +172,13 @@ class Feature:
     def add(self, name: str, program_: Any,
             arguments: Callable[[np.random.Generator], dict[str, Any]],
             reference: Callable[..., None], outputs: tuple[str, ...] = ("out",),
-            rtol: float | None = None, atol: float | None = None) -> None:
+            rtol: float | None = None, atol: float | None = None,
+            located: Mapping[str, tuple[tuple[Dimension, ...], Mapping[Dimension, int]]]
+            | None = None) -> None:
         """Add the case ``name`` of this feature (see :class:`Case` for the rest)."""
         self.cases.append(
-            Case(name, program_, arguments, outputs, reference, rtol, atol, feature=self.name)
+            Case(name, program_, arguments, outputs, reference, rtol, atol, feature=self.name,
+                 located=dict(located or {}))
         )
 
 

@@ -106,6 +106,7 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
         tuple(stencils),
         program_tuples.ir_tuples(),
         loc=source.location(source.function_def),
+        origins=definition.located,
     )
 
 

@@ -22,6 +22,7 @@ from pipeline.dsl.passes.cse import eliminate_common_subexpressions
 from pipeline.dsl.passes.extents import analyse_extents
 from pipeline.dsl.passes.folding import fold_constants
 from pipeline.dsl.passes.inlining import inline_operators
+from pipeline.dsl.passes.origins import locate_arrays
 from pipeline.dsl.passes.splitting import split_by_output_dimensions
 from pipeline.dsl.passes.typing_ import infer_types
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
@@ -45,6 +46,7 @@ class Passes(StepSequence):
     constant_folding: Step[ProgramIR, ProgramIR] = fold_constants
     common_subexpressions: Step[ProgramIR, ProgramIR] = eliminate_common_subexpressions
     splitting: Step[ProgramIR, ProgramIR] = split_by_output_dimensions
+    array_origins: Step[ProgramIR, ProgramIR] = locate_arrays
     extent_analysis: Step[ProgramIR, ProgramIR] = analyse_extents
 
 

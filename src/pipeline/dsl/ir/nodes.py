@@ -39,6 +39,7 @@ __all__ = [
     "Literal",
     "Names",
     "OperatorCall",
+    "Origins",
     "OutputTarget",
     "Param",
     "ProgramIR",
@@ -55,6 +56,9 @@ __all__ = [
 Type: TypeAlias = FieldType | ScalarType
 # The leaves' names of a tuple-typed parameter, nested as its annotation.
 Names: TypeAlias = tuple["str | Names", ...]
+#: Per located parameter (ADR 0026), the grid index of its element 0 along each dimension
+#: where it is not 0: ``(("f", (("I", -1),)),)``, parameters and dimensions in order.
+Origins: TypeAlias = tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
 
 
 @attrs.frozen
@@ -321,7 +325,9 @@ class ProgramIR:
     ``tuples`` holds, per such parameter as written, its leaves' names nested as its
     annotation. The nesting is left out of equality and fingerprints, as locations are:
     translations read the leaves alone (whose names carry their paths), so a program compiles
-    to the same code whether its leaves were written as tuples or not. ``repr`` is one line;
+    to the same code whether its leaves were written as tuples or not. ``origins`` holds the
+    parameters passed as located arrays until the ``array_origins`` pass reads the stencils
+    in their outputs' element indices (ADR 0026); empty after it. ``repr`` is one line;
     ``str`` prints the whole program.
     """
 
@@ -330,6 +336,9 @@ class ProgramIR:
     stencils: tuple[Stencil, ...]
     tuples: tuple[tuple[str, Names], ...] = attrs.field(default=(), eq=False)
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+    # Out of equality and fingerprints, as the nesting: empty once the array_origins pass
+    # ran, and the passes before it are cached by the definition, which holds the origins.
+    origins: Origins = attrs.field(default=(), kw_only=True, eq=False)
 
     def param(self, name: str) -> Param:
         """The parameter called ``name``."""

@@ -48,7 +48,8 @@ def _analyse(program_name: str, stencil: Stencil, field_params: dict[str, FieldT
                 # Chosen at x + shift: x is in the region moved back by shift.
                 here = region.shifted({d: -v for d, v in shift})
                 for branch, where in ((inside, here), (outside, ~here)):
-                    narrowed = where if guard is None else guard & where
+                    # Output points are element indices: never below 0.
+                    narrowed = (where if guard is None else guard & where).nonnegative()
                     if narrowed.boxes:  # a branch chosen nowhere reads nothing
                         visit(branch, shift, None if narrowed == _EVERYWHERE else narrowed)
             case Scan(args=args):
