@@ -9,10 +9,8 @@ default one is found through an entry point, never by importing ``backends``.
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from types import MappingProxyType
 from typing import Any, TypeVar, cast, overload
@@ -22,6 +20,7 @@ import attrs
 from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.default_backend import DEFAULT, check_backend, resolve_backend
 from pipeline.dsl.evaluation import (
     current_output_domain,
     embedded_evaluation,
@@ -35,6 +34,7 @@ from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
+from pipeline.dsl.static_arguments import StaticVariants, check_static_params
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.dsl.types import Dimension, record_of
 from pipeline.errors import SourceError
@@ -52,52 +52,6 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-#: The entry-point group whose one entry names the backend of programs given none
-#: (stencilforge's own: ``backends:DEFAULT_BACKEND``, the embedded NumPy backend).
-DEFAULT_BACKEND_GROUP = "stencilforge.default_backend"
-
-
-@functools.cache
-def _default_backend() -> DispatchBackend:
-    """The installed default backend, found through its entry point on first use: the DSL
-    imports no backend package (``backends`` imports the DSL)."""
-    entries = list(importlib.metadata.entry_points(group=DEFAULT_BACKEND_GROUP))
-    if len(entries) != 1:
-        found = ", ".join(entry.value for entry in entries) or "none"
-        raise RuntimeError(
-            f"the entry-point group {DEFAULT_BACKEND_GROUP!r} must name one default backend "
-            f"(found {found}); reinstall stencilforge, or pass backend= to the decorator"
-        )
-    return entries[0].load()  # type: ignore[no-any-return]
-
-
-class _DefaultBackend:
-    def __repr__(self) -> str:
-        return "backends.DEFAULT_BACKEND"
-
-
-DEFAULT = _DefaultBackend()
-
-
-def _check_backend(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        raise TypeError(
-            f"backend=None is not accepted for {getattr(instance, 'name', 'a program')!r}; "
-            "pass backends.embedded_numpy to run the Python definition on NumPy (the default), "
-            "or a compiled backend such as backends.c_cpu"
-        )
-    pipeline = getattr(value, "pipeline", None)
-    if not isinstance(getattr(value, "name", None), str) or not callable(pipeline):
-        raise TypeError(
-            f"backend must be a backends.Backend with a pipeline (a CompiledBackend or an "
-            f"EmbeddedBackend), got {value!r}"
-        )
-
-
-def _resolve_backend(value: object) -> Any:
-    return _default_backend() if value is DEFAULT else value
-
-
 @attrs.frozen(eq=False)
 class _Definition:
     """Common part of programs and field operators."""
@@ -105,8 +59,8 @@ class _Definition:
     function: Callable[..., Any]
     backend: DispatchBackend = attrs.field(
         default=cast(DispatchBackend, DEFAULT),
-        converter=_resolve_backend,
-        validator=_check_backend,
+        converter=resolve_backend,
+        validator=check_backend,
         kw_only=True,
     )
     # Made after the backend is validated (see __attrs_post_init__).
@@ -159,6 +113,7 @@ class _Definition:
                     captured,
                     scan=self._scan_settings(),
                     bound=self._bound_values(),
+                    static_shapes=self._static_shapes(),
                 )
             )
         return self._definition[0]
@@ -168,6 +123,14 @@ class _Definition:
 
     def _bound_values(self) -> Mapping[str, Any]:
         return {}
+
+    def _static_shapes(self) -> Mapping[str, tuple[int, ...]]:
+        return {}
+
+    def _takes_calls_as_given(self) -> bool:
+        """Whether the fast entries may take the calls (a program with static parameters
+        hands its calls to a variant instead)."""
+        return True
 
     def _embedded_function(self) -> Any:
         """The function run on embedded fields, with the globals captured on first use."""
@@ -221,7 +184,8 @@ class _Definition:
             except (SourceError, NameError):
                 return None  # the frontend reports the annotation, located
             self._nesting.append(nesting if has_tuples(nesting) else None)
-            object.__setattr__(self, "_leaves_as_given", self._nesting[0] is None)
+            as_given = self._nesting[0] is None and self._takes_calls_as_given()
+            object.__setattr__(self, "_leaves_as_given", as_given)
         return self._nesting[0]
 
     def _leaves(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -251,6 +215,10 @@ def _frozen(values: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(values))
 
 
+def _names(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 @attrs.frozen(eq=False)
 class Program(_Definition):
     """A ``@program``: a sequence of field-operator calls over its arguments.
@@ -269,6 +237,36 @@ class Program(_Definition):
 
     #: The scalar parameters bound to values (``with_bound_args``), by name.
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen, kw_only=True)
+    #: The scalar parameters whose values at each call key a compiled variant (ADR 0025).
+    static_params: tuple[str, ...] = attrs.field(default=(), converter=_names, kw_only=True)
+    #: Whether the field arguments' shapes key a variant, whose domains are constants.
+    static_domains: bool = attrs.field(default=False, kw_only=True)
+    #: Whether a call may compile a variant; ``False``: only precompiled ones run.
+    jit: bool = attrs.field(default=True, kw_only=True)
+    #: For a static-domain variant: the field parameters' shapes it is compiled for.
+    static_shapes: Mapping[str, tuple[int, ...]] = attrs.field(
+        factory=dict, converter=_frozen, kw_only=True
+    )
+    _static: StaticVariants | None = attrs.field(default=None, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self.static_params or self.static_domains:
+            check_static_params(self)
+            object.__setattr__(self, "_static", StaticVariants(self))
+
+    @property
+    def variants(self) -> tuple[Program, ...]:
+        """The variants made so far of a program with static parameters or domains: each
+        an ordinary program with the static values bound (and the shapes fixed); ``()``
+        for any other program."""
+        return () if self._static is None else self._static.variants()
+
+    def _static_shapes(self) -> Mapping[str, tuple[int, ...]]:
+        return self.static_shapes
+
+    def _takes_calls_as_given(self) -> bool:
+        return self._static is None
 
     def with_bound_args(self, **values: Any) -> Program:
         """This program with scalar parameters bound to values (a new program; ``self`` is
@@ -293,7 +291,8 @@ class Program(_Definition):
                 f"{self.name}(): parameter {again[0]!r} is bound already (to "
                 f"{self.bound[again[0]]!r}); bind the program's original instead"
             )
-        return attrs.evolve(self, bound={**self.bound, **values})
+        static = tuple(name for name in self.static_params if name not in values)
+        return attrs.evolve(self, bound={**self.bound, **values}, static_params=static)
 
     def _bound_values(self) -> Mapping[str, Any]:
         return self.bound
@@ -320,7 +319,10 @@ class Program(_Definition):
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call past a refusal of the fast entries (or before they exist): arguments bound
         by name and, for tuple parameters, flattened to their leaves (the fast entry tried on
-        those), then the dispatcher."""
+        those), then the dispatcher; for static parameters or domains, the variant's call."""
+        static = self._static
+        if static is not None:
+            return static.call(args, kwargs)
         if kwargs:
             args = self._bind(args, kwargs)
         nesting = self._tuple_nesting()
@@ -348,6 +350,8 @@ class Program(_Definition):
             ArgumentError: the arguments do not match the parameters.
             DSLError: the definition is not valid DSL.
         """
+        if self._static is not None:
+            return self._static.lower(args, kwargs)
         return self._lower(self.definition, self._bind(args, kwargs) if kwargs else args)
 
     def compile(self, *args: Any, executor: Executor | None = None, **kwargs: Any) -> Any:
@@ -358,9 +362,16 @@ class Program(_Definition):
         run there and a ``Future`` of the compiled program is returned (see
         ``pipeline.compile_many``).
 
+        A program with static parameters compiles one variant per value given: a list or
+        tuple of values for a static parameter, several such parameters their product; it
+        returns ``{(value, ...): compiled}`` by the values in ``static_params`` order (with
+        static domains alone, the variant of the arguments' shapes, compiled).
+
         Raises:
             RuntimeError: on an embedded backend: embedded programs are not compiled.
         """
+        if self._static is not None:
+            return self._static.compile(args, kwargs, executor)
         if executor is None:
             return self.lower(*args, **kwargs).compile()
         from pipeline.runners import compile_in_background  # noqa: PLC0415  (runners imports us)
@@ -444,8 +455,7 @@ class FieldOperator(_Definition):
                 results = flattened(self._embedded_function()(*args, **kwargs))
             if len(results) != len(outputs):
                 raise TypeError(
-                    f"{self.name!r} returns {len(results)} field(s) but out= gives "
-                    f"{len(outputs)}"
+                    f"{self.name!r} returns {len(results)} field(s) but out= gives {len(outputs)}"
                 )
             for position, cut in members:
                 cut.__dsl_assign__(results[position])
@@ -549,13 +559,40 @@ def field_operator(function: Any = None, /, *, backend: Any = DEFAULT) -> Any:
 @overload
 def program(function: F, /) -> Program: ...
 @overload
-def program(*, backend: Any = ...) -> Callable[[F], Program]: ...
-def program(function: Any = None, /, *, backend: Any = DEFAULT) -> Any:
-    """Declare a program (``@program`` or ``@program(backend=...)``).
+def program(
+    *,
+    backend: Any = ...,
+    static_params: tuple[str, ...] = ...,
+    static_domains: bool = ...,
+    jit: bool = ...,
+) -> Callable[[F], Program]: ...
+def program(
+    function: Any = None,
+    /,
+    *,
+    backend: Any = DEFAULT,
+    static_params: tuple[str, ...] = (),
+    static_domains: bool = False,
+    jit: bool = True,
+) -> Any:
+    """Declare a program (``@program`` or ``@program(backend=..., ...)``).
+
+    Args:
+        static_params: scalar parameters whose values at each call are compile-time
+            constants: each distinct combination runs its own compiled variant (ADR 0025).
+        static_domains: the field arguments' shapes are compile-time constants too: each
+            distinct combination of shapes runs its own variant, whose domains are constants.
+        jit: ``False``: a call whose values (and shapes) were not precompiled with
+            ``compile(..., p=[...])`` is refused instead of compiling a variant.
 
     Raises:
-        TypeError: ``backend=None`` (name ``backends.embedded_numpy`` instead).
+        TypeError: ``backend=None`` (name ``backends.embedded_numpy`` instead), or a name
+            in ``static_params`` that is no parameter of the function.
     """
-    if function is None:
-        return lambda f: Program(f, backend=backend)
-    return Program(function, backend=backend)
+
+    def make(f: Any) -> Program:
+        return Program(
+            f, backend=backend, static_params=static_params, static_domains=static_domains, jit=jit
+        )
+
+    return make if function is None else make(function)

@@ -52,6 +52,9 @@ class ProgramDefinition:
         bound: for a program, the scalar parameters bound to values
             (``Program.with_bound_args``): compile-time constants of their parameters'
             dtypes, no longer parameters of its executables.
+        static_shapes: for a variant of a ``@program(static_domains=True)``, the shape of
+            each field parameter (by the frontend's parameter name) its calls are compiled
+            for: the frontend makes every output domain a constant of the code.
     """
 
     function: Callable[..., Any]
@@ -60,6 +63,9 @@ class ProgramDefinition:
     output_slices: tuple[tuple[int | None, int | None], ...] | None = None
     scan: ScanSettings | None = None
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    static_shapes: Mapping[str, tuple[int, ...]] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
 
     @property
     def name(self) -> str:
@@ -77,6 +83,8 @@ class ProgramDefinition:
             self.output_slices,
             self.scan,
             {name: (type(value).__name__, value) for name, value in self.bound.items()},
+            # Only a static-domain variant has shapes: other definitions keep their keys.
+            *((dict(self.static_shapes),) if self.static_shapes else ()),
         )
 
     def __repr__(self) -> str:
