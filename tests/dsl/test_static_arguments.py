@@ -82,9 +82,7 @@ def test_each_static_value_runs_its_own_variant_by_position_or_keyword(
     assert sorted((v.bound["lo"], v.bound["top"]) for v in static.variants) == [(1, 2), (3, 5)]
 
 
-def test_a_repeat_call_runs_no_stage_and_a_new_value_makes_a_variant(
-    dsl_backend, to_backend_array
-):
+def test_a_repeat_call_runs_no_stage_and_a_new_value_makes_a_variant(dsl_backend, to_backend_array):
     static = _make(static_params=("lo",)).with_backend(dsl_backend)
     a, out = (to_backend_array(np.ones(SHAPE), dsl_backend) for _ in range(2))
     static(a, 1.0, 2, 0, out)
@@ -202,16 +200,26 @@ def test_static_domains_make_one_variant_per_shape(dsl_backend, to_backend_array
     assert sorted(v.static_shapes["out"] for v in prog.variants) == [(5, 3, 4), (8, 5, 6)]
 
 
-def test_a_static_domain_variant_refuses_arrays_shorter_than_its_domain(
-    dsl_backend, to_backend_array
+@pytest.mark.parametrize("other", [(5, 5, 6), (9, 5, 6)])
+def test_a_static_domain_variant_called_directly_refuses_other_shapes(
+    dsl_backend, to_backend_array, other
 ):
     prog = interior.with_backend(dsl_backend)
-    big = to_backend_array(np.ones((8, 5, 6)), dsl_backend)
-    prog(big, to_backend_array(np.zeros((8, 5, 6)), dsl_backend))
+    shape = (8, 5, 6)
+    prog(
+        to_backend_array(np.ones(shape), dsl_backend),
+        to_backend_array(np.zeros(shape), dsl_backend),
+    )
     (variant,) = prog.variants
-    small = to_backend_array(np.ones((5, 5, 6)), dsl_backend)
-    with pytest.raises(DomainError):
-        variant(small, to_backend_array(np.zeros((5, 5, 6)), dsl_backend))
+    a, out = (to_backend_array(np.ones(shape), dsl_backend) for _ in range(2))
+    variant(a, out)  # its own shapes: accepted, by position and keyword
+    variant(out=out, a=a)
+    message = (
+        rf"argument 'a' of interior\(\) has shape {re.escape(str(other))}, but this variant "
+        r"of a static-domain program is compiled for \(8, 5, 6\)"
+    )
+    with pytest.raises(DomainError, match=message):
+        variant(to_backend_array(np.ones(other), dsl_backend), out)
 
 
 def test_the_generated_c_of_a_static_domain_has_constant_bounds():

@@ -34,7 +34,11 @@ from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
-from pipeline.dsl.static_arguments import StaticVariants, check_static_params
+from pipeline.dsl.static_arguments import (
+    StaticVariants,
+    check_static_params,
+    refuse_other_shapes,
+)
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.dsl.types import Dimension, record_of
 from pipeline.errors import SourceError
@@ -248,6 +252,7 @@ class Program(_Definition):
         factory=dict, converter=_frozen, kw_only=True
     )
     _static: StaticVariants | None = attrs.field(default=None, init=False, repr=False)
+    _shape_checks: list[Any] = attrs.field(factory=list, init=False, repr=False)  # see there
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -257,16 +262,15 @@ class Program(_Definition):
 
     @property
     def variants(self) -> tuple[Program, ...]:
-        """The variants made so far of a program with static parameters or domains: each
-        an ordinary program with the static values bound (and the shapes fixed); ``()``
-        for any other program."""
+        """The variants made so far (ordinary programs, the static values bound and the
+        shapes fixed) of a program with static parameters or domains, else ``()``."""
         return () if self._static is None else self._static.variants()
 
     def _static_shapes(self) -> Mapping[str, tuple[int, ...]]:
         return self.static_shapes
 
     def _takes_calls_as_given(self) -> bool:
-        return self._static is None
+        return self._static is None and not self.static_shapes  # these check the shapes
 
     def with_bound_args(self, **values: Any) -> Program:
         """This program with scalar parameters bound to values (a new program; ``self`` is
@@ -326,10 +330,12 @@ class Program(_Definition):
         if kwargs:
             args = self._bind(args, kwargs)
         nesting = self._tuple_nesting()
+        leaves = args if nesting is None else flatten_arguments(self.name, nesting, args)
+        if self.static_shapes:
+            refuse_other_shapes(self, leaves)
         dispatcher = self._dispatcher
         if nesting is None:
             return dispatcher.call(self.definition, args)
-        leaves = flatten_arguments(self.name, nesting, args)
         fast = dispatcher.fast
         if fast is not None and not metrics.ACTIVE:
             result = fast(*leaves)
@@ -567,14 +573,9 @@ def program(
     jit: bool = ...,
 ) -> Callable[[F], Program]: ...
 def program(
-    function: Any = None,
-    /,
-    *,
-    backend: Any = DEFAULT,
-    static_params: tuple[str, ...] = (),
-    static_domains: bool = False,
-    jit: bool = True,
-) -> Any:
+    function: Any = None, /, *, backend: Any = DEFAULT, static_params: tuple[str, ...] = (),
+    static_domains: bool = False, jit: bool = True
+) -> Any:  # fmt: skip
     """Declare a program (``@program`` or ``@program(backend=..., ...)``).
 
     Args:
@@ -589,10 +590,8 @@ def program(
         TypeError: ``backend=None`` (name ``backends.embedded_numpy`` instead), or a name
             in ``static_params`` that is no parameter of the function.
     """
-
-    def make(f: Any) -> Program:
-        return Program(
-            f, backend=backend, static_params=static_params, static_domains=static_domains, jit=jit
-        )
-
-    return make if function is None else make(function)
+    settings: dict[str, Any] = {"static_params": static_params, "jit": jit}
+    settings["static_domains"] = static_domains
+    if function is None:
+        return lambda f: Program(f, backend=backend, **settings)
+    return Program(function, backend=backend, **settings)

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from pipeline import metrics
 from pipeline.dispatch import bind_arguments
+from pipeline.dsl.errors import DomainError
 from pipeline.dsl.evaluation import flattened
 from pipeline.dsl.types import FieldType, ScalarType
 from pipeline.errors import ArgumentError
@@ -121,7 +123,7 @@ class StaticVariants:
             variant = self._table.get(key)
         if variant is None:
             variant = self._variant(key, args, precompiling=False)
-        return variant(*self._others_of(args))
+        return run_variant(variant, self._others_of(args))
 
     def compile(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], executor: Executor | None
@@ -279,6 +281,42 @@ class StaticVariants:
             f"argument {name!r} of {self._program.name}() is static, so it must be a number; "
             f"got {type(value).__name__} {value!r}"
         )
+
+
+def run_variant(variant: Program, args: tuple[Any, ...]) -> Any:
+    """Call ``variant`` with ``args`` from its static program's table, whose key holds the
+    shapes of ``args``: its fast entry takes them as given (a variant with static shapes
+    called directly checks them first, ``refuse_other_shapes``)."""
+    fast, nesting = variant.dispatcher.fast, variant._nesting  # nesting: read by _call
+    if fast is not None and not metrics.ACTIVE and nesting and nesting[0] is None:
+        result = fast(*args)
+        if result is not NotImplemented:
+            return result
+    return variant._call(args, {})
+
+
+def refuse_other_shapes(variant: Program, leaves: tuple[Any, ...]) -> None:
+    """Refuse field arguments of other shapes than ``variant``'s static ones: its domains
+    are constants for those (a longer array would be computed only in part).
+
+    Raises:
+        DomainError: naming the program, the argument and both shapes.
+    """
+    checks = variant._shape_checks
+    if not checks:
+        params = variant.frontend().ir.params
+        shapes = variant.static_shapes
+        checks.append(
+            tuple((i, p.name, shapes[p.name]) for i, p in enumerate(params) if p.name in shapes)
+        )
+    for index, name, shape in checks[0]:
+        got = getattr(leaves[index], "shape", None) if index < len(leaves) else None
+        if got is not None and tuple(got) != shape:
+            raise DomainError(
+                f"argument {name!r} of {variant.name}() has shape {tuple(got)}, but this "
+                f"variant of a static-domain program is compiled for {shape}; call the "
+                "program itself, which runs the variant of each shape"
+            )
 
 
 def _typed_values(positions: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Key]:
