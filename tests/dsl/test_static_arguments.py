@@ -9,6 +9,7 @@ No ``from __future__ import annotations``: the DSL reads the annotations.
 """
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -230,3 +231,15 @@ def test_the_generated_c_of_a_static_domain_has_constant_bounds():
     assert "l = 2LL; h = 6LL;" in lowered.as_text()
     plain = program(interior.function).with_backend(backends.c_cpu)
     assert "1LL; h = 7LL" not in plain.lower(np.ones(shape), np.zeros(shape)).as_text()
+
+
+def test_precompiling_with_an_executor_gives_a_future_per_variant():
+    static = NO_JIT.with_backend(backends.c_cpu)
+    a, out = np.ones(SHAPE), np.zeros(SHAPE)
+    with ThreadPoolExecutor(2) as executor:
+        futures = static.compile(a, 1.0, [1, 4], 0, out, executor=executor)
+        assert sorted(futures) == [(1,), (4,)]
+        for future in futures.values():
+            future.result()
+    static(a, 3.0, 4, 2, out)
+    np.testing.assert_array_equal(out, _expected(a, 3.0, 4, 2))

@@ -287,7 +287,7 @@ def run_variant(variant: Program, args: tuple[Any, ...]) -> Any:
     """Call ``variant`` with ``args`` from its static program's table, whose key holds the
     shapes of ``args``: its fast entry takes them as given (a variant with static shapes
     called directly checks them first, ``refuse_other_shapes``)."""
-    fast, nesting = variant.dispatcher.fast, variant._nesting  # nesting: read by _call
+    fast, nesting = variant._dispatcher.fast, variant._nesting  # nesting: read by _call
     if fast is not None and not metrics.ACTIVE and nesting and nesting[0] is None:
         result = fast(*args)
         if result is not NotImplemented:
