@@ -95,6 +95,7 @@ def test_a_repeat_call_runs_no_stage_and_a_new_value_makes_a_variant(dsl_backend
     assert events == []
     with subscribe(events.append):
         static(a, 1.0, 4, 0, out)
+    assert "loading" in [event.stage for event in events]  # a new variant went the walk
     assert len(static.variants) == 2
     assert {v.bound["lo"] for v in static.variants} == {2, 4}
 

@@ -318,15 +318,15 @@ class Program(_Definition):
                     result = fast(*args)
                     if result is not NotImplemented:
                         return result
+        static = self._static  # None but for static programs, which never take the fast path
+        if static is not None:
+            return static.call(args, kwargs)
         return self._call(args, kwargs)
 
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call past a refusal of the fast entries (or before they exist): arguments bound
         by name and, for tuple parameters, flattened to their leaves (the fast entry tried on
-        those), then the dispatcher; for static parameters or domains, the variant's call."""
-        static = self._static
-        if static is not None:
-            return static.call(args, kwargs)
+        those), then the dispatcher (a static-domain variant checks its shapes first)."""
         if kwargs:
             args = self._bind(args, kwargs)
         nesting = self._tuple_nesting()

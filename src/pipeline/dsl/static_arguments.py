@@ -119,11 +119,17 @@ class StaticVariants:
         except TypeError:
             raise self._unhashable(args) from None
         except AttributeError:  # a field argument that is no array: its variant refuses it
-            key = tuple(_shape(value) for value in args)
+            key = (*_typed_values(self._positions)(args), *map(_shape, args))
             variant = self._table.get(key)
         if variant is None:
             variant = self._variant(key, args, precompiling=False)
-        return run_variant(variant, self._others_of(args))
+        # The key holds the shapes: the variant's fast entry takes the call as given.
+        fast, nesting = variant._dispatcher.fast, variant._nesting
+        if fast is not None and not metrics.ACTIVE and nesting and nesting[0] is None:
+            result = fast(*self._others_of(args))
+            if result is not NotImplemented:
+                return result
+        return variant._call(self._others_of(args), {})
 
     def compile(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], executor: Executor | None
@@ -281,18 +287,6 @@ class StaticVariants:
             f"argument {name!r} of {self._program.name}() is static, so it must be a number; "
             f"got {type(value).__name__} {value!r}"
         )
-
-
-def run_variant(variant: Program, args: tuple[Any, ...]) -> Any:
-    """Call ``variant`` with ``args`` from its static program's table, whose key holds the
-    shapes of ``args``: its fast entry takes them as given (a variant with static shapes
-    called directly checks them first, ``refuse_other_shapes``)."""
-    fast, nesting = variant._dispatcher.fast, variant._nesting  # nesting: read by _call
-    if fast is not None and not metrics.ACTIVE and nesting and nesting[0] is None:
-        result = fast(*args)
-        if result is not NotImplemented:
-            return result
-    return variant._call(args, {})
 
 
 def refuse_other_shapes(variant: Program, leaves: tuple[Any, ...]) -> None:
