@@ -137,7 +137,8 @@ def _bound_constants(
         if number is None:
             raise source.error(
                 DSLTypeError,
-                f"with_bound_args({name}={value!r}): {_a(type(value).__name__)} does not fit "
+                f"{name}={value!r} (bound, or a static parameter's value): "
+                f"{_a(type(value).__name__)} does not fit "
                 f"parameter {name!r} of dtype {declared.dtype}; give "
                 f"{_KIND_NAMES[declared.dtype.kind]} that fits it",
                 source.function_def,
