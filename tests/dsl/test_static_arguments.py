@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import backends
 from pipeline import StageEvent, subscribe
@@ -244,3 +246,31 @@ def test_precompiling_with_an_executor_gives_a_future_per_variant():
             future.result()
     static(a, 3.0, 4, 2, out)
     np.testing.assert_array_equal(out, _expected(a, 3.0, 4, 2))
+
+
+def test_jit_false_with_static_domains_refuses_a_shape_not_precompiled():
+    @program(static_domains=True, jit=False, backend=backends.c_cpu)
+    def fixed(a: F, out: F):
+        _difference(a, out=out[1:-1, :, 2:])
+
+    fixed.compile(np.ones(SHAPE), np.zeros(SHAPE))
+    fixed(np.ones(SHAPE), np.zeros(SHAPE))
+    message = (
+        r"fixed\(\) was made with jit=False and has no precompiled variant for a: shape "
+        r"\(9, 5, 6\), out: shape \(9, 5, 6\) \(precompiled: a: shape \(8, 5, 6\), out: "
+        r"shape \(8, 5, 6\)\)"
+    )
+    with pytest.raises(ArgumentError, match=message):
+        fixed(np.ones((9, 5, 6)), np.zeros((9, 5, 6)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2, 5, np.int32(1), np.int64(5)]), min_size=1, max_size=6))
+def test_each_distinct_value_makes_one_variant_that_computes_as_bound(values):
+    static = _make(static_params=("lo",))
+    a = np.arange(np.prod(SHAPE), dtype=np.float64).reshape(SHAPE)
+    for value in values:
+        out = np.zeros(SHAPE)
+        static(a, 2.0, value, 3, out)
+        np.testing.assert_array_equal(out, _expected(a, 2.0, int(value), 3))
+    assert sorted(v.bound["lo"] for v in static.variants) == sorted({int(v) for v in values})
