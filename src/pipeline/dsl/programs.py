@@ -252,7 +252,8 @@ class Program(_Definition):
         factory=dict, converter=_frozen, kw_only=True
     )
     _static: StaticVariants | None = attrs.field(default=None, init=False, repr=False)
-    _shape_checks: list[Any] = attrs.field(factory=list, init=False, repr=False)  # see there
+    # A static-domain variant's shape checks, made once (static_arguments.refuse_other_shapes).
+    _shape_checks: list[Any] = attrs.field(factory=list, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -461,7 +462,8 @@ class FieldOperator(_Definition):
                 results = flattened(self._embedded_function()(*args, **kwargs))
             if len(results) != len(outputs):
                 raise TypeError(
-                    f"{self.name!r} returns {len(results)} field(s) but out= gives {len(outputs)}"
+                    f"{self.name!r} returns {len(results)} field(s) but out= gives "
+                    f"{len(outputs)}"
                 )
             for position, cut in members:
                 cut.__dsl_assign__(results[position])

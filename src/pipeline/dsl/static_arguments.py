@@ -6,9 +6,9 @@ call's values (``Program.with_bound_args``: typed constants folded into the code
 ``static_domains``, its field parameters' shapes fixed (``ProgramDefinition.static_shapes``:
 the frontend makes every output domain a constant). The data's walk::
 
-    program(*args, **kwargs) -> StaticVariants.call
+    program(*args, **kwargs) -> (past the fast block, never taken) StaticVariants.call
       key = ((type, value) of each static argument, shape of each field argument)
-      hit  -> variant(*other arguments)              (the variant's own fast entries)
+      hit  -> the variant's fast entry on the other arguments (else its ``_call``)
       miss -> the variant of the values (made once, checked by its frontend; refused
               when the program was made with jit=False and they were not precompiled)
 
@@ -278,11 +278,17 @@ class StaticVariants:
         )
 
     def _unhashable(self, args: tuple[Any, ...]) -> ArgumentError:
-        name, value = next(
+        found = [
             (self._program.static_params[n], args[i])
             for n, i in enumerate(self._positions)
             if not _hashable(args[i])
-        )
+        ]
+        if not found:  # an argument whose shape cannot be hashed (static domains)
+            return ArgumentError(
+                f"{self._program.name}() keys its variants by its fields' shapes, and an "
+                "argument's shape is not a tuple of ints; pass arrays"
+            )
+        name, value = found[0]
         return ArgumentError(
             f"argument {name!r} of {self._program.name}() is static, so it must be a number; "
             f"got {type(value).__name__} {value!r}"
