@@ -148,6 +148,11 @@ def test_static_params_naming_no_parameter_is_refused_at_decoration():
         _make(static_params=("n",))
 
 
+def test_static_params_as_one_string_is_refused_at_decoration():
+    with pytest.raises(TypeError, match=r"static_params takes a tuple of names, like \('lo',\)"):
+        _make(static_params="lo")
+
+
 def test_a_static_field_parameter_is_refused_at_the_first_call():
     static = _make(static_params=("a",))
     with pytest.raises(TypeError, match="of 'shifted_from' names 'a', which is not a scalar"):

@@ -10,7 +10,7 @@ default one is found through an entry point, never by importing ``backends``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from types import MappingProxyType
 from typing import Any, TypeVar, cast, overload
@@ -38,6 +38,7 @@ from pipeline.dsl.static_arguments import (
     StaticVariants,
     check_static_params,
     refuse_other_shapes,
+    static_names,
 )
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.dsl.types import Dimension, record_of
@@ -219,10 +220,6 @@ def _frozen(values: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(values))
 
 
-def _names(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(values)
-
-
 @attrs.frozen(eq=False)
 class Program(_Definition):
     """A ``@program``: a sequence of field-operator calls over its arguments.
@@ -242,7 +239,7 @@ class Program(_Definition):
     #: The scalar parameters bound to values (``with_bound_args``), by name.
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen, kw_only=True)
     #: The scalar parameters whose values at each call key a compiled variant (ADR 0025).
-    static_params: tuple[str, ...] = attrs.field(default=(), converter=_names, kw_only=True)
+    static_params: tuple[str, ...] = attrs.field(default=(), converter=static_names, kw_only=True)
     #: Whether the field arguments' shapes key a variant, whose domains are constants.
     static_domains: bool = attrs.field(default=False, kw_only=True)
     #: Whether a call may compile a variant; ``False``: only precompiled ones run.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,17 @@ __all__ = ["StaticVariants", "check_static_params"]
 #: A variant's key: per static parameter ``(type, value)`` (``2``, ``2.0`` and ``True`` hash
 #: alike but are not the same argument), then, with static domains, each argument's shape.
 Key = tuple[Any, ...]
+
+
+def static_names(values: Iterable[str]) -> tuple[str, ...]:
+    """``@program(static_params=...)`` as a tuple of names.
+
+    Raises:
+        TypeError: one string (a tuple of its letters is never what was meant).
+    """
+    if isinstance(values, str):
+        raise TypeError(f"static_params takes a tuple of names, like ({values!r},)")
+    return tuple(values)
 
 
 def check_static_params(program: Program) -> None:
