@@ -237,6 +237,7 @@ def test_the_generated_c_of_a_static_domain_has_constant_bounds():
     assert "out[1:7, 0:5, 2:6]" in str(lowered.ir)
     assert "l = 1LL; h = 7LL;" in lowered.as_text()
     assert "l = 2LL; h = 6LL;" in lowered.as_text()
+    assert "hi_K = lo_K + 4;" in lowered.as_text()  # the inner loop's extent, a constant
     plain = program(interior.function).with_backend(backends.c_cpu)
     assert "1LL; h = 7LL" not in plain.lower(np.ones(shape), np.zeros(shape)).as_text()
 
