@@ -23,10 +23,11 @@ extent falls back to the dispatcher for a call of another.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from backends.base import unit_strides
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
+from pipeline.dsl.regions import Bound
 from pipeline.dsl.types import FieldType
 from pipeline.stages import CompileTimeArgs
 
@@ -75,19 +76,28 @@ def stencil_inner_extent(
 
     The domain is the first output's slice, in that output's dimension order (the check
     makes the other outputs agree), so its inner extent is fixed when that output's length
-    is known and the slice is relative to the field (``out[2:-2, ...]``, not the absolute
-    bounds of ``domain=``, which may be scalars). An empty domain gives None: the stencil
-    never runs.
+    is known and the slice is relative to the field (``out[2:-2, ...]``), or when both ends
+    are absolute integers (``domain=`` without scalars, and every domain of a static-domain
+    variant, ADR 0025). An empty domain gives None: the stencil never runs.
     """
     if not stencil.outputs:
         return None
     target = stencil.outputs[0]
     field = program.param(target.name).type
     assert isinstance(field, FieldType)
-    if not field.dim_names or target.name not in extents:
+    if not field.dim_names:
         return None
     start, stop = target.slices[-1]
+    if _constant(start) and _constant(stop):  # domain= of integers, or a static domain
+        return (stop.offset - start.offset) or None  # (the check refuses stop < start)
+    if target.name not in extents:
+        return None
     if not (start is None or isinstance(start, int)) or not (stop is None or isinstance(stop, int)):
         return None
     extent = len(range(*slice(start, stop).indices(extents[target.name])))
     return extent or None
+
+
+def _constant(end: int | Bound | None) -> TypeGuard[Bound]:
+    """Whether ``end`` is an absolute index known at compile time (no scalar parameter)."""
+    return isinstance(end, Bound) and end.param is None

@@ -9,8 +9,6 @@ default one is found through an entry point, never by importing ``backends``.
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
 import inspect
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -22,6 +20,7 @@ import attrs
 from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.default_backend import DEFAULT, check_backend, resolve_backend
 from pipeline.dsl.evaluation import (
     current_output_domain,
     embedded_evaluation,
@@ -36,6 +35,12 @@ from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.located_calls import call_with_located, has_located, located_variant
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
+from pipeline.dsl.static_arguments import (
+    StaticVariants,
+    check_static_params,
+    refuse_other_shapes,
+    static_names,
+)
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.dsl.types import Dimension, record_of
 from pipeline.errors import SourceError
@@ -53,52 +58,6 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-#: The entry-point group whose one entry names the backend of programs given none
-#: (stencilforge's own: ``backends:DEFAULT_BACKEND``, the embedded NumPy backend).
-DEFAULT_BACKEND_GROUP = "stencilforge.default_backend"
-
-
-@functools.cache
-def _default_backend() -> DispatchBackend:
-    """The installed default backend, found through its entry point on first use: the DSL
-    imports no backend package (``backends`` imports the DSL)."""
-    entries = list(importlib.metadata.entry_points(group=DEFAULT_BACKEND_GROUP))
-    if len(entries) != 1:
-        found = ", ".join(entry.value for entry in entries) or "none"
-        raise RuntimeError(
-            f"the entry-point group {DEFAULT_BACKEND_GROUP!r} must name one default backend "
-            f"(found {found}); reinstall stencilforge, or pass backend= to the decorator"
-        )
-    return entries[0].load()  # type: ignore[no-any-return]
-
-
-class _DefaultBackend:
-    def __repr__(self) -> str:
-        return "backends.DEFAULT_BACKEND"
-
-
-DEFAULT = _DefaultBackend()
-
-
-def _check_backend(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        raise TypeError(
-            f"backend=None is not accepted for {getattr(instance, 'name', 'a program')!r}; "
-            "pass backends.embedded_numpy to run the Python definition on NumPy (the default), "
-            "or a compiled backend such as backends.c_cpu"
-        )
-    pipeline = getattr(value, "pipeline", None)
-    if not isinstance(getattr(value, "name", None), str) or not callable(pipeline):
-        raise TypeError(
-            f"backend must be a backends.Backend with a pipeline (a CompiledBackend or an "
-            f"EmbeddedBackend), got {value!r}"
-        )
-
-
-def _resolve_backend(value: object) -> Any:
-    return _default_backend() if value is DEFAULT else value
-
-
 @attrs.frozen(eq=False)
 class _Definition:
     """Common part of programs and field operators."""
@@ -106,8 +65,8 @@ class _Definition:
     function: Callable[..., Any]
     backend: DispatchBackend = attrs.field(
         default=cast(DispatchBackend, DEFAULT),
-        converter=_resolve_backend,
-        validator=_check_backend,
+        converter=resolve_backend,
+        validator=check_backend,
         kw_only=True,
     )
     # Made after the backend is validated (see __attrs_post_init__).
@@ -160,6 +119,7 @@ class _Definition:
                     captured,
                     scan=self._scan_settings(),
                     bound=self._bound_values(),
+                    static_shapes=self._static_shapes(),
                 )
             )
         return self._definition[0]
@@ -169,6 +129,14 @@ class _Definition:
 
     def _bound_values(self) -> Mapping[str, Any]:
         return {}
+
+    def _static_shapes(self) -> Mapping[str, tuple[int, ...]]:
+        return {}
+
+    def _takes_calls_as_given(self) -> bool:
+        """Whether the fast entries may take the calls (a program with static parameters
+        hands its calls to a variant instead)."""
+        return True
 
     def _embedded_function(self) -> Any:
         """The function run on embedded fields, with the globals captured on first use."""
@@ -222,7 +190,8 @@ class _Definition:
             except (SourceError, NameError):
                 return None  # the frontend reports the annotation, located
             self._nesting.append(nesting if has_tuples(nesting) else None)
-            object.__setattr__(self, "_leaves_as_given", self._nesting[0] is None)
+            as_given = self._nesting[0] is None and self._takes_calls_as_given()
+            object.__setattr__(self, "_leaves_as_given", as_given)
         return self._nesting[0]
 
     def _leaves(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -270,6 +239,37 @@ class Program(_Definition):
 
     #: The scalar parameters bound to values (``with_bound_args``), by name.
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen, kw_only=True)
+    #: The scalar parameters whose values at each call key a compiled variant (ADR 0025).
+    static_params: tuple[str, ...] = attrs.field(default=(), converter=static_names, kw_only=True)
+    #: Whether the field arguments' shapes key a variant, whose domains are constants.
+    static_domains: bool = attrs.field(default=False, kw_only=True)
+    #: Whether a call may compile a variant; ``False``: only precompiled ones run.
+    jit: bool = attrs.field(default=True, kw_only=True)
+    #: For a static-domain variant: the field parameters' shapes it is compiled for.
+    static_shapes: Mapping[str, tuple[int, ...]] = attrs.field(
+        factory=dict, converter=_frozen, kw_only=True
+    )
+    _static: StaticVariants | None = attrs.field(default=None, init=False, repr=False)
+    # A static-domain variant's shape checks, made once (static_arguments.refuse_other_shapes).
+    _shape_checks: list[Any] = attrs.field(factory=list, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self.static_params or self.static_domains:
+            check_static_params(self)
+            object.__setattr__(self, "_static", StaticVariants(self))
+
+    @property
+    def variants(self) -> tuple[Program, ...]:
+        """The variants made so far (ordinary programs, the static values bound and the
+        shapes fixed) of a program with static parameters or domains, else ``()``."""
+        return () if self._static is None else self._static.variants()
+
+    def _static_shapes(self) -> Mapping[str, tuple[int, ...]]:
+        return self.static_shapes
+
+    def _takes_calls_as_given(self) -> bool:
+        return self._static is None and not self.static_shapes  # these check the shapes
 
     def with_bound_args(self, **values: Any) -> Program:
         """This program with scalar parameters bound to values (a new program; ``self`` is
@@ -294,7 +294,8 @@ class Program(_Definition):
                 f"{self.name}(): parameter {again[0]!r} is bound already (to "
                 f"{self.bound[again[0]]!r}); bind the program's original instead"
             )
-        return attrs.evolve(self, bound={**self.bound, **values})
+        static = tuple(name for name in self.static_params if name not in values)
+        return attrs.evolve(self, bound={**self.bound, **values}, static_params=static)
 
     def _bound_values(self) -> Mapping[str, Any]:
         return self.bound
@@ -316,23 +317,26 @@ class Program(_Definition):
                     result = fast(*args)
                     if result is not NotImplemented:
                         return result
+        static = self._static  # None but for static programs, which never take the fast path
+        if static is not None:
+            return static.call(args, kwargs)
         return self._call(args, kwargs)
 
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call past a refusal of the fast entries (or before they exist): arguments bound
         by name and, for tuple parameters, flattened to their leaves (the fast entry tried on
-        those), then the dispatcher."""
+        those), then the dispatcher (a static-domain variant checks its shapes first)."""
         if kwargs:
             args = self._bind(args, kwargs)
         nesting = self._tuple_nesting()
+        leaves = args if nesting is None else flatten_arguments(self.name, nesting, args)
+        if has_located(leaves):  # the variant for their origins (ADR 0026)
+            return call_with_located(self, leaves)
+        if self.static_shapes:
+            refuse_other_shapes(self, leaves)
         dispatcher = self._dispatcher
         if nesting is None:
-            if has_located(args):
-                return call_with_located(self, args)
             return dispatcher.call(self.definition, args)
-        leaves = flatten_arguments(self.name, nesting, args)
-        if has_located(leaves):
-            return call_with_located(self, leaves)
         fast = dispatcher.fast
         if fast is not None and not metrics.ACTIVE:
             result = fast(*leaves)
@@ -354,6 +358,8 @@ class Program(_Definition):
             ArgumentError: the arguments do not match the parameters.
             DSLError: the definition is not valid DSL.
         """
+        if self._static is not None:
+            return self._static.lower(args, kwargs)
         bound = self._bind(args, kwargs) if kwargs else args
         leaves = self._leaves(bound) if bound else bound
         if has_located(leaves):  # the variant for their origins (ADR 0026)
@@ -368,9 +374,16 @@ class Program(_Definition):
         run there and a ``Future`` of the compiled program is returned (see
         ``pipeline.compile_many``).
 
+        A program with static parameters compiles one variant per value given: a list or
+        tuple of values for a static parameter, several such parameters their product; it
+        returns ``{(value, ...): compiled}`` by the values in ``static_params`` order (with
+        static domains alone, the variant of the arguments' shapes, compiled).
+
         Raises:
             RuntimeError: on an embedded backend: embedded programs are not compiled.
         """
+        if self._static is not None:
+            return self._static.compile(args, kwargs, executor)
         if executor is None:
             return self.lower(*args, **kwargs).compile()
         from pipeline.runners import compile_in_background  # noqa: PLC0415  (runners imports us)
@@ -559,13 +572,33 @@ def field_operator(function: Any = None, /, *, backend: Any = DEFAULT) -> Any:
 @overload
 def program(function: F, /) -> Program: ...
 @overload
-def program(*, backend: Any = ...) -> Callable[[F], Program]: ...
-def program(function: Any = None, /, *, backend: Any = DEFAULT) -> Any:
-    """Declare a program (``@program`` or ``@program(backend=...)``).
+def program(
+    *,
+    backend: Any = ...,
+    static_params: tuple[str, ...] = ...,
+    static_domains: bool = ...,
+    jit: bool = ...,
+) -> Callable[[F], Program]: ...
+def program(
+    function: Any = None, /, *, backend: Any = DEFAULT, static_params: tuple[str, ...] = (),
+    static_domains: bool = False, jit: bool = True
+) -> Any:  # fmt: skip
+    """Declare a program (``@program`` or ``@program(backend=..., ...)``).
+
+    Args:
+        static_params: scalar parameters whose values at each call are compile-time
+            constants: each distinct combination runs its own compiled variant (ADR 0025).
+        static_domains: the field arguments' shapes are compile-time constants too: each
+            distinct combination of shapes runs its own variant, whose domains are constants.
+        jit: ``False``: a call whose values (and shapes) were not precompiled with
+            ``compile(..., p=[...])`` is refused instead of compiling a variant.
 
     Raises:
-        TypeError: ``backend=None`` (name ``backends.embedded_numpy`` instead).
+        TypeError: ``backend=None`` (name ``backends.embedded_numpy`` instead), or a name
+            in ``static_params`` that is no parameter of the function.
     """
+    settings: dict[str, Any] = {"static_params": static_params, "jit": jit}
+    settings["static_domains"] = static_domains
     if function is None:
-        return lambda f: Program(f, backend=backend)
-    return Program(function, backend=backend)
+        return lambda f: Program(f, backend=backend, **settings)
+    return Program(function, backend=backend, **settings)

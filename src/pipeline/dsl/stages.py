@@ -56,6 +56,9 @@ class ProgramDefinition:
             such parameter (a leaf's name, ``t__0``), the grid index of its element 0 along
             each dimension where it is not 0; the frontend reads the IR in the outputs'
             element indices, so the executables take the plain arrays (ADR 0026).
+        static_shapes: for a variant of a ``@program(static_domains=True)``, the shape of
+            each field parameter (by the frontend's parameter name) its calls are compiled
+            for: the frontend makes every output domain a constant of the code.
     """
 
     function: Callable[..., Any]
@@ -65,6 +68,9 @@ class ProgramDefinition:
     scan: ScanSettings | None = None
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     located: Origins = ()
+    static_shapes: Mapping[str, tuple[int, ...]] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
 
     @property
     def name(self) -> str:
@@ -82,8 +88,9 @@ class ProgramDefinition:
             self.output_slices,
             self.scan,
             {name: (type(value).__name__, value) for name, value in self.bound.items()},
-            # Left out when empty: a plain program's fingerprint is what it was before.
-            *((self.located,) if self.located else ()),
+            # Each left out when empty: a plain program's fingerprint is what it was before.
+            *((("located", self.located),) if self.located else ()),
+            *((("static_shapes", dict(self.static_shapes)),) if self.static_shapes else ()),
         )
 
     def __repr__(self) -> str:

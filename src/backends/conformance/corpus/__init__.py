@@ -9,9 +9,10 @@ scalars, locals and shifted locals, inlined calls, tuple returns and parameters 
 too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
 collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
 ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
-located arrays (element 0 not at index 0), scans, boundary conditions, 0-D fields, and the
-reference workloads ``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`,
-one module of features each; :data:`FEATURES` lists them in a fixed order.
+located arrays (element 0 not at index 0), scans, boundary conditions, 0-D fields, bound
+arguments, static parameters and static domains, and the reference workloads ``laplacian`` and
+``hdiff``. The cases are grouped by :class:`Feature`, one module of features each;
+:data:`FEATURES` lists them in a fixed order.
 
 Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
 references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
@@ -31,6 +32,7 @@ from backends.conformance.corpus import (
     scalars,
     scans,
     semantics,
+    static_arguments,
     tuple_choices,
     tuples,
 )
@@ -99,6 +101,7 @@ FEATURES: tuple[Feature, ...] = (
     scalars.SCALAR_PARAMETERS,
     scalars.SCALAR_CONTROL_FLOW,
     bound_arguments.BOUND_ARGUMENTS,
+    static_arguments.STATIC_ARGUMENTS,
     composition.LOCALS,
     composition.INLINED_CALLS,
     composition.MULTI_CALL_PROGRAMS,

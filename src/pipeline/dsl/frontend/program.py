@@ -100,6 +100,8 @@ def parse_program(definition: ProgramDefinition) -> ProgramIR:
             f"program {function.__name__!r} calls no field operator",
             source.function_def,
         )
+    if definition.static_shapes:
+        stencils = [_with_static_domains(s, definition.static_shapes) for s in stencils]
     return ProgramIR(
         function.__name__,
         params,
@@ -136,7 +138,8 @@ def _bound_constants(
         if number is None:
             raise source.error(
                 DSLTypeError,
-                f"with_bound_args({name}={value!r}): {_a(type(value).__name__)} does not fit "
+                f"{name}={value!r} (bound, or a static parameter's value): "
+                f"{_a(type(value).__name__)} does not fit "
                 f"parameter {name!r} of dtype {declared.dtype}; give "
                 f"{_KIND_NAMES[declared.dtype.kind]} that fits it",
                 source.function_def,
@@ -353,9 +356,7 @@ def _stencil_arguments(
     )
 
 
-def _stencil_argument(
-    arg: ast.expr, parser: ExpressionParser, params: Mapping[str, Type]
-) -> Expr:
+def _stencil_argument(arg: ast.expr, parser: ExpressionParser, params: Mapping[str, Type]) -> Expr:
     if isinstance(arg, ast.Name) and arg.id in params:
         return Ref(arg.id, loc=parser.source.location(arg))
     value = parser.expr(arg)
@@ -480,6 +481,39 @@ def _domain_bounds(node: ast.expr, parser: ExpressionParser) -> dict[str, tuple[
             )
         bounds[dim.name] = (lo, hi)
     return bounds
+
+
+def _with_static_domains(stencil: Stencil, shapes: Mapping[str, tuple[int, ...]]) -> Stencil:
+    """``stencil`` with each output's domain a constant, resolved against the output's
+    static shape (``@program(static_domains=True)``): a slice ``out[1:-1]`` of a field of
+    length 10 becomes the absolute bounds ``(1, 9)``, as ``domain={I: (1, 9)}`` would give;
+    the translations emit these as constants and their domain checks refuse an output
+    shorter than them. A bound of a scalar parameter stays as it is."""
+    return attrs.evolve(
+        stencil,
+        outputs=tuple(
+            attrs.evolve(target, slices=_static_slices(target.slices, shapes[target.name]))
+            if target.name in shapes
+            else target
+            for target in stencil.outputs
+        ),
+    )
+
+
+def _static_slices(
+    slices: tuple[tuple[int | Bound | None, int | Bound | None], ...], shape: tuple[int, ...]
+) -> tuple[tuple[int | Bound | None, int | Bound | None], ...]:
+    fixed: list[tuple[int | Bound | None, int | Bound | None]] = []
+    for (start, stop), length in zip(slices, shape, strict=True):
+        if isinstance(start, Bound) or isinstance(stop, Bound):
+            # domain=: absolute already; a missing end is the output's, now a constant.
+            fixed.append(
+                (Bound(0) if start is None else start, Bound(length) if stop is None else stop)
+            )
+            continue
+        low, high, _ = slice(start, stop).indices(length)
+        fixed.append((Bound(low), Bound(max(low, high))))
+    return tuple(fixed)
 
 
 def _direct_call_program(definition: ProgramDefinition) -> ProgramIR:
