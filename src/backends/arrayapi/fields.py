@@ -256,8 +256,15 @@ class EmbeddedField:
                 lo, hi = bounds[d]
                 bounds[d] = (max(lo, start), max(lo, start, min(hi, stop)))
         ns = self.ns
+        # Each field over its own dimensions only: a plane of a field of fewer dimensions
+        # broadcasts, it does not claim the others' extents.
+        owned = [
+            [d for d in dims if d in a.dims] if isinstance(a, EmbeddedField) else []
+            for a in args
+        ]
         arrays = [
-            a._restricted(bounds, dims) if isinstance(a, EmbeddedField) else a for a in args
+            a._restricted(bounds, own) if isinstance(a, EmbeddedField) else a
+            for a, own in zip(args, owned, strict=True)
         ]
         position = dims.index(axis)
         plane_dims = tuple(d for d in dims if d != axis)
@@ -269,10 +276,10 @@ class EmbeddedField:
         carries: list[tuple[Any, ...]] = []
         for point in points:
             values = [
-                EmbeddedField(_plane(ns, a, position, point), plane_dims, plane_origin, ns)
+                _plane_field(ns, a, own, axis, point, bounds)
                 if isinstance(b, EmbeddedField)
                 else a
-                for a, b in zip(arrays, args, strict=True)
+                for a, b, own in zip(arrays, args, owned, strict=True)
             ]
             carry = function(carry, *values)
             carries.append(carry if isinstance(carry, tuple) else (carry,))
@@ -404,6 +411,23 @@ def _plane(ns: Any, array: Any, axis: int, index: int) -> Any:
     """``array`` at ``index`` along ``axis`` (index 0 where the array is broadcast there)."""
     at = index if array.shape[axis] > 1 else 0
     return array[(*(slice(None),) * axis, at, ...)]
+
+
+def _plane_field(
+    ns: Any,
+    array: Any,
+    dims: list[str],
+    axis: str,
+    point: int,
+    bounds: dict[str, tuple[int, int]],
+) -> EmbeddedField:
+    """The plane at ``point`` along ``axis`` of ``array`` (over ``dims``, cut to ``bounds``):
+    a field over its dimensions but the axis; the array itself when it has no such axis."""
+    if axis not in dims:
+        return EmbeddedField(array, tuple(dims), tuple(bounds[d][0] for d in dims), ns)
+    plane_dims = tuple(d for d in dims if d != axis)
+    origin = tuple(bounds[d][0] for d in plane_dims)
+    return EmbeddedField(_plane(ns, array, dims.index(axis), point), plane_dims, origin, ns)
 
 
 def _full_plane(

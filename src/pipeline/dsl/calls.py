@@ -40,7 +40,11 @@ class StencilCalls:
     whose IR names the parameters and makes the ``ArgumentChecker``."""
 
     def definition_key(self, definition: ProgramDefinition) -> Hashable:
-        return definition.output_slices
+        # None for a definition called as written (its fast entry may take the next call);
+        # a direct call's domain or a scan's argument dimensions make another program.
+        if definition.output_bounds is None and definition.call_dims is None:
+            return definition.output_slices
+        return (definition.output_slices, definition.output_bounds, definition.call_dims)
 
     def program(self, output: object) -> CompilableProgram:
         if not isinstance(output, CompilableProgram):

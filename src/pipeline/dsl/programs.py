@@ -22,6 +22,7 @@ import attrs
 from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
+from pipeline.dsl.direct import direct_domain, scan_call
 from pipeline.dsl.evaluation import (
     current_output_domain,
     embedded_evaluation,
@@ -375,7 +376,9 @@ class FieldOperator(_Definition):
 
     Called inside a program or another field operator it is inlined (compiled) or evaluated
     on fields (embedded). Called directly with arrays, it needs ``out=`` (an array or tuple)
-    and optionally ``domain=`` (a tuple of slices of the output), and runs on its backend.
+    and optionally ``domain=`` (a tuple of slices of the output, a dict of absolute bounds
+    ``{I: (lo, hi)}``, or one such dict per output, nested like ``out=``), and runs on its
+    backend.
     """
 
     kind = "field_operator"
@@ -394,7 +397,7 @@ class FieldOperator(_Definition):
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
                 "of arrays), and optionally domain=(slice, ...) for the output domain"
             )
-        definition = self._direct_definition(domain)
+        definition = self._direct_definition(domain, outputs)
         # Tuple parameters are one parameter per component (t__0, t__1, ...).
         args = flattened(args)
         if kwargs:
@@ -450,14 +453,10 @@ class FieldOperator(_Definition):
             for position, cut in members:
                 cut.__dsl_assign__(results[position])
 
-    def _direct_definition(self, domain: Any) -> ProgramDefinition:
+    def _direct_definition(self, domain: Any, outputs: tuple[Any, ...]) -> ProgramDefinition:
         if domain is None:
             return self.definition
-        items = domain if isinstance(domain, tuple) else (domain,)
-        if not all(isinstance(s, slice) and s.step is None for s in items):
-            raise TypeError(f"domain= must be a tuple of slices without step, got {domain!r}")
-        slices = tuple((s.start, s.stop) for s in items)
-        return attrs.evolve(self.definition, output_slices=slices)
+        return attrs.evolve(self.definition, **direct_domain(self.name, domain, outputs))
 
 
 @attrs.frozen(eq=False)
@@ -468,6 +467,12 @@ class ScanOperator(_Definition):
     at every point of the output domain: the first point along the axis (the last, swept
     backward) gets ``function(init, *values there)``, each next one the function of the
     previous carry. A tuple ``init`` makes a tuple carry and a tuple of results.
+
+    Called directly with arrays, as a field operator is, it needs ``out=`` (an array, or a
+    tuple of arrays for a tuple carry) and optionally ``domain=``, and runs on its backend
+    as a program of one call. Plain arrays name no dimensions: the scan's axis is the last
+    axis of every array, and an array of fewer dimensions than ``out=`` takes its last ones
+    (NumPy's broadcasting).
     """
 
     settings: ScanSettings = attrs.field(kw_only=True)
@@ -479,7 +484,8 @@ class ScanOperator(_Definition):
 
     def frontend(self) -> CompilableProgram:
         """A scan operator has no program of its own: it is compiled inside the field
-        operator or program that calls it, whose ``frontend()`` shows it.
+        operator or program that calls it, whose ``frontend()`` shows it; a direct call's
+        program depends on its arrays' ranks, and ``lower(arrays..., out=...)`` shows it.
 
         Raises:
             DSLError: the scan's definition is not valid DSL (located in the user's source).
@@ -491,18 +497,20 @@ class ScanOperator(_Definition):
             raise user_facing(error) from None
         raise TypeError(
             f"scan operator {self.name!r} has no program of its own: it is compiled inside "
-            "the field operator or program that calls it; call frontend() on that one"
+            "the field operator or program that calls it; call frontend() on that one, or "
+            f"{self.name}.lower(arrays..., out=...) for the program of a direct call"
         )
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        out = in_domain(out, domain)
         values = (*args, *kwargs.values())
         fields = [v for v in values if hasattr(v, "__dsl_scan__")]
         if not fields:
-            raise TypeError(
-                f"scan operator {self.name!r} runs on fields: call it from a field operator "
-                "or a program (with out=), not directly"
-            )
+            if embedded_evaluation():
+                raise TypeError(
+                    f"scan operator {self.name!r} runs on fields: pass it at least one field"
+                )
+            return self._call_directly(args, kwargs, out, domain)
+        out = in_domain(out, domain)
         bound = inspect.signature(self.function).bind(None, *args, **kwargs)
         point_values = tuple(bound.arguments.values())[1:]
         outputs = flattened(out)
@@ -516,6 +524,33 @@ class ScanOperator(_Definition):
         for target, value in zip(outputs, results, strict=True):
             target.__dsl_assign__(value)
         return None
+
+    def _call_directly(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
+    ) -> Any:
+        """A call from Python on arrays: a program of this one call, on the operator's backend
+        (compiled once per ranks and domain, checked as any program's call)."""
+        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
+
+    def lower(
+        self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
+    ) -> Lowered[ProgramDefinition, CompilableProgram]:
+        """Frontend and translation of the direct call ``self(*args, out=out, domain=domain,
+        **kwargs)`` on arrays: the program of that one call (``.ir``, ``.as_text()``);
+        ``.compile()`` finishes the walk.
+
+        Raises:
+            TypeError, ArgumentError: as the direct call would.
+            DSLError: the definition is not valid DSL.
+        """
+        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
+
+    def _direct_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
+    ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
+        changes, leaves = scan_call(self.name, self.function, self.settings, args, kwargs, out)
+        changes.update(direct_domain(self.name, domain, flattened(out)))
+        return attrs.evolve(self.definition, **changes), leaves
 
 
 def scan_operator(

@@ -46,8 +46,14 @@ class ProgramDefinition:
         function: the user's Python function.
         kind: ``"field_operator"``, ``"scan_operator"`` or ``"program"``.
         captured: the global and closure values the function's body refers to, by name.
-        output_slices: for a field operator called directly, the output domain as (start,
-            stop) per dimension of the output; ``None`` means the whole output.
+        output_slices: for an operator called directly, the output domain as (start, stop)
+            per dimension of every output, in order; ``None`` means the whole outputs.
+        output_bounds: for an operator called directly with ``domain={I: (lo, hi), ...}``,
+            the absolute (dimension name, start, stop) of each output (one entry: of every
+            output); ``None``: none given.
+        call_dims: for a scan operator called directly, the dimension names of each point
+            argument (``None``: a scalar) and then of each output, from the arrays' ranks
+            (the scan's axis last; see ``ScanOperator``).
         scan: for a scan operator, its axis, direction and initial carry.
         bound: for a program, the scalar parameters bound to values
             (``Program.with_bound_args``): compile-time constants of their parameters'
@@ -60,6 +66,8 @@ class ProgramDefinition:
     output_slices: tuple[tuple[int | None, int | None], ...] | None = None
     scan: ScanSettings | None = None
     bound: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    output_bounds: tuple[tuple[tuple[str, int, int], ...], ...] | None = None
+    call_dims: tuple[tuple[str, ...] | None, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -77,6 +85,8 @@ class ProgramDefinition:
             self.output_slices,
             self.scan,
             {name: (type(value).__name__, value) for name, value in self.bound.items()},
+            self.output_bounds,
+            self.call_dims,
         )
 
     def __repr__(self) -> str:

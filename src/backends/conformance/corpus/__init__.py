@@ -9,9 +9,9 @@ scalars, locals and shifted locals, inlined calls, tuple returns and parameters 
 too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
 collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
 ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
-scans, boundary conditions, 0-D fields, and the reference workloads ``laplacian`` and
-``hdiff``. The cases are grouped by :class:`Feature`, one module of features each;
-:data:`FEATURES` lists them in a fixed order.
+scans (called directly too), boundary conditions, 0-D fields, and the reference workloads
+``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`, one module of features
+each; :data:`FEATURES` lists them in a fixed order.
 
 Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
 references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
@@ -24,6 +24,7 @@ from backends.conformance.corpus import (
     builtins,
     collections_,
     composition,
+    direct_calls,
     domains,
     dtypes,
     output_domains,
@@ -110,6 +111,7 @@ FEATURES: tuple[Feature, ...] = (
     domains.SHIFTS_AND_DOMAINS,
     domains.BOUNDARY_CONDITIONS,
     scans.SCANS,
+    direct_calls.DIRECT_CALLS,
 )
 
 
