@@ -28,7 +28,7 @@ from backends.arrayapi.operands import as_array, coerce, is_scalar
 from pipeline.dsl.evaluation import current_output_domain
 from pipeline.dsl.regions import Region
 from pipeline.dsl.stages import ScanSettings
-from pipeline.dsl.types import Offset
+from pipeline.dsl.types import Named, Offset, record_of
 
 __all__ = ["EmbeddedField", "field_parameter", "input_field"]
 
@@ -272,7 +272,9 @@ class EmbeddedField:
         plane_shape = tuple(bounds[d][1] - bounds[d][0] for d in plane_dims)
         start, stop = bounds[axis]
         points = range(stop - start) if settings.forward else range(stop - start - 1, -1, -1)
-        carry: Any = settings.init
+        init = settings.init
+        # A named collection's carry is its class's instance, as the function reads it.
+        carry: Any = init.record.build(tuple(init)) if isinstance(init, Named) else init
         carries: list[tuple[Any, ...]] = []
         for point in points:
             values = [
@@ -282,7 +284,12 @@ class EmbeddedField:
                 for a, b, own in zip(arrays, args, owned, strict=True)
             ]
             carry = function(carry, *values)
-            carries.append(carry if isinstance(carry, tuple) else (carry,))
+            record = record_of(type(carry))
+            carries.append(
+                record.values(carry)
+                if record is not None
+                else carry if isinstance(carry, tuple) else (carry,)
+            )
         if not settings.forward:
             carries.reverse()
         components = len(settings.init) if isinstance(settings.init, tuple) else 1
@@ -299,7 +306,9 @@ class EmbeddedField:
                 shape = (*plane_shape[:position], 0, *plane_shape[position:])
                 stacked = ns.zeros(shape, dtype=ns.float64)
             results.append(EmbeddedField(stacked, tuple(dims), origin, ns))
-        return tuple(results) if isinstance(settings.init, tuple) else results[0]
+        if isinstance(init, Named):
+            return init.record.build(tuple(results))  # type: ignore[no-any-return]
+        return tuple(results) if isinstance(init, tuple) else results[0]
 
     def __dsl_builtin__(self, name: str, args: tuple[Any, ...]) -> Any:
         """Apply the DSL builtin ``name`` (see ``pipeline.dsl.builtins``)."""

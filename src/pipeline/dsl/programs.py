@@ -37,7 +37,7 @@ from pipeline.dsl.frontend.operators import parse_scan_operator
 from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
-from pipeline.dsl.types import Dimension, record_of
+from pipeline.dsl.types import Dimension, Named, record_of
 from pipeline.errors import SourceError
 from pipeline.staged import Lowered
 
@@ -520,8 +520,7 @@ class ScanOperator(_Definition):
             )
         if out is None:
             return result
-        results = result if isinstance(result, tuple) else (result,)
-        for target, value in zip(outputs, results, strict=True):
+        for target, value in zip(outputs, flattened(result), strict=True):
             target.__dsl_assign__(value)
         return None
 
@@ -558,14 +557,18 @@ def scan_operator(
 ) -> Callable[[F], ScanOperator]:
     """Declare a scan operator: ``@scan_operator(axis=K, forward=True, init=0.0)``.
 
-    The function takes the carry (a scalar, or a tuple of scalars for a tuple ``init``) and
-    one value per point argument, annotated with dtypes, and returns the new carry.
+    The function takes the carry (a scalar, or a tuple of scalars for a tuple ``init``, or
+    a dataclass or NamedTuple of scalars for an ``init`` of that class) and one value per
+    point argument, annotated with dtypes, and returns the new carry.
 
     Raises:
         TypeError: ``axis`` is not a Dimension.
     """
     if not isinstance(axis, Dimension):
         raise TypeError(f"scan_operator(axis=...) takes a Dimension, got {axis!r}")
+    record = record_of(type(init))
+    if record is not None:  # a named collection is a tuple with field names (ADR 0023)
+        init = Named(record.values(init), record)
     settings = ScanSettings(axis.name, bool(forward), init)
     return lambda f: ScanOperator(f, backend=backend, settings=settings)
 

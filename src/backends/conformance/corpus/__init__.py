@@ -9,9 +9,9 @@ scalars, locals and shifted locals, inlined calls, tuple returns and parameters 
 too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
 collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
 ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
-scans (called directly too), boundary conditions, 0-D fields, and the reference workloads
-``laplacian`` and ``hdiff``. The cases are grouped by :class:`Feature`, one module of features
-each; :data:`FEATURES` lists them in a fixed order.
+scans (called directly too, collections as carries), boundary conditions, 0-D fields, and
+the reference workloads ``laplacian`` and ``hdiff``. The cases are grouped by
+:class:`Feature`, one module of features each; :data:`FEATURES` lists them in a fixed order.
 
 Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
 references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
@@ -29,6 +29,7 @@ from backends.conformance.corpus import (
     dtypes,
     output_domains,
     scalars,
+    scan_collections,
     scans,
     semantics,
     tuple_choices,
@@ -112,6 +113,7 @@ FEATURES: tuple[Feature, ...] = (
     domains.BOUNDARY_CONDITIONS,
     scans.SCANS,
     direct_calls.DIRECT_CALLS,
+    scan_collections.SCAN_COLLECTIONS,
 )
 
 

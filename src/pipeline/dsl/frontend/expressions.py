@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.dsl.builtins import builtin_name
 from pipeline.dsl.errors import DSLError, DSLSyntaxError, DSLTypeError
-from pipeline.dsl.frontend.annotations import evaluated_annotations
+from pipeline.dsl.frontend.annotations import evaluated_annotations, scan_carry_nesting
 from pipeline.dsl.frontend.calls import builtin_call, call_arguments
 from pipeline.dsl.frontend.choices import ELEMENTWISE_BUILTINS, conditional, elementwise_builtin
 from pipeline.dsl.frontend.indices import offsets
@@ -399,8 +399,10 @@ class ExpressionParser:
         if is_scan_operator(value):
             operator, args = self.scan_call(node, value)
             count = len(operator.carry)
-            if count > 1:
-                return tuple(Scan(operator, args, i, loc=loc) for i in range(count))
+            nesting = scan_carry_nesting(value.definition.function)  # type: ignore[attr-defined]
+            if count > 1 or isinstance(nesting, Named):
+                scans = [Scan(operator, args, i, loc=loc) for i in range(count)]
+                return nest(as_tuple_shape(nesting), scans)
         elif is_field_operator(value) and not self.in_scan:
             return self._tuple_call(node, value, loc)
         return None
