@@ -13,11 +13,16 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from pipeline.dsl.builtins import builtin_name
+from pipeline.dsl.builtins import DType, builtin_name
 from pipeline.dsl.errors import DSLError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.annotations import evaluated_annotations, scan_carry_nesting
 from pipeline.dsl.frontend.calls import builtin_call, call_arguments
-from pipeline.dsl.frontend.choices import ELEMENTWISE_BUILTINS, conditional, elementwise_builtin
+from pipeline.dsl.frontend.choices import (
+    ELEMENTWISE_BUILTINS,
+    conditional,
+    conversion,
+    elementwise_builtin,
+)
 from pipeline.dsl.frontend.indices import offsets
 from pipeline.dsl.frontend.names import MISSING, NameResolver, is_field_operator, is_scan_operator
 from pipeline.dsl.frontend.shifts import shift_expr
@@ -221,6 +226,8 @@ class ExpressionParser:
                     node,
                 )
             return self._operator_call(node, value)
+        if isinstance(value, DType):
+            return self._single(node, conversion(node, value, self.names, self.structured))
         if node.keywords:
             raise self.error(
                 DSLSyntaxError,
@@ -322,6 +329,8 @@ class ExpressionParser:
                 record = record_of(value)
                 if record is not None:
                     return self._collection(node, record)
+                if isinstance(value, DType):
+                    return conversion(node, value, self.names, self.structured)
                 builtin = builtin_name(value)
                 if builtin in ELEMENTWISE_BUILTINS and not node.keywords:
                     assert builtin is not None
