@@ -16,6 +16,7 @@ from pipeline.dsl.evaluation import current_output_domain, evaluating_embedded, 
 from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.source import with_captured_globals
 from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.regions import Bound
 from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import FieldType, Named, record_of
 
@@ -214,7 +215,9 @@ class EmbeddedExecutable:
             inputs = [_rebuilt(nesting, flat) for _, nesting in parameter_nesting(function)]
         ordered = sorted(outputs.values(), key=lambda t: names.index(t.name))
         targets = tuple(
-            values[names.index(target.name)][tuple(slice(a, b) for a, b in target.slices)]
+            values[names.index(target.name)][
+                tuple(slice(_index(a), _index(b)) for a, b in target.slices)
+            ]
             for target in ordered
         )
         bounds = self.definition.output_bounds
@@ -246,3 +249,9 @@ def _domain_groups(domains: tuple[dict[str, tuple[int, int]], ...]) -> list[tupl
         key = tuple(sorted((d, lo, hi) for d, (lo, hi) in domain.items()))
         groups.setdefault(key, []).append(position)
     return [tuple(group) for group in groups.values()]
+
+
+def _index(bound: int | Bound | None) -> int | None:
+    """A slice bound of a direct call's output: ``domain={I: (lo, hi)}`` gives absolute
+    bounds of no scalar, which index the whole output parameter as they are."""
+    return bound.offset if isinstance(bound, Bound) else bound

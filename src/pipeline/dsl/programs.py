@@ -26,6 +26,7 @@ from pipeline.dsl.direct import direct_domain, scan_call
 from pipeline.dsl.evaluation import (
     current_output_domain,
     embedded_evaluation,
+    evaluate_per_domain,
     evaluating_embedded,
     flattened,
     in_domain,
@@ -384,20 +385,42 @@ class FieldOperator(_Definition):
     kind = "field_operator"
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        outputs = flattened(out)
         if embedded_evaluation() or any(
             hasattr(a, "__dsl_builtin__")
-            for a in (*flattened(args), *flattened(tuple(kwargs.values())), *outputs)
+            for a in (*flattened(args), *flattened(tuple(kwargs.values())), *flattened(out))
         ):
             if per_output(domain):
-                return self._evaluate_per_domain(args, kwargs, out, domain)
+                function = self._embedded_function()
+                return evaluate_per_domain(self.name, function, args, kwargs, out, domain)
             return self._evaluate_embedded(args, kwargs, in_domain(out, domain))
+        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
+
+    def lower(
+        self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
+    ) -> Lowered[ProgramDefinition, CompilableProgram]:
+        """Frontend and translation of the direct call ``self(*args, out=out, domain=domain,
+        **kwargs)`` on arrays (``.ir``, ``.as_text()``); ``.compile()`` finishes the walk.
+
+        Raises:
+            TypeError, ArgumentError: as the direct call would.
+            DSLError: the definition is not valid DSL.
+        """
+        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
+
+    def _direct_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
+    ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
+        """The definition of a direct call's program, and the arguments of its executables."""
         if out is None:
             raise TypeError(
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
-                "of arrays), and optionally domain=(slice, ...) for the output domain"
+                "of arrays), and optionally domain= for the output domain: slices, "
+                "{I: (lo, hi)}, or one such dict per output"
             )
-        definition = self._direct_definition(domain, outputs)
+        outputs = flattened(out)
+        definition = self.definition
+        if domain is not None:
+            definition = attrs.evolve(definition, **direct_domain(self.name, domain, outputs))
         # Tuple parameters are one parameter per component (t__0, t__1, ...).
         args = flattened(args)
         if kwargs:
@@ -409,7 +432,7 @@ class FieldOperator(_Definition):
                     flat[key] = value
             names = [n for n in self._parameters() if not n.startswith("__out")]
             args = bind_arguments(self.name, names, args, flat)
-        return self._dispatcher.call(definition, (*args, *outputs))
+        return definition, (*args, *outputs)
 
     def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
         outputs = flattened(out)
@@ -425,38 +448,6 @@ class FieldOperator(_Definition):
         for target, value in zip(outputs, results, strict=True):
             target.__dsl_assign__(value)
         return None
-
-    def _evaluate_per_domain(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: tuple[Any, ...]
-    ) -> None:
-        """A program's call with one ``domain=`` per output, evaluated embedded: once per
-        distinct domain, as the compiled program runs one stencil per domain, writing the
-        outputs of that domain."""
-        outputs, domains = flattened(out), flattened(domain)
-        if len(outputs) != len(domains):
-            raise TypeError(
-                f"the call of {self.name!r} gives {len(domains)} domain(s) for "
-                f"{len(outputs)} output(s); give one domain per output, nested like out="
-            )
-        groups: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
-        for position, (output, bounds) in enumerate(zip(outputs, domains, strict=True)):
-            key = tuple(sorted((dim.name, int(lo), int(hi)) for dim, (lo, hi) in bounds.items()))
-            groups.setdefault(key, []).append((position, in_domain(output, bounds)))
-        for members in groups.values():
-            with evaluating_embedded(), output_domain(tuple(cut for _, cut in members)):
-                results = flattened(self._embedded_function()(*args, **kwargs))
-            if len(results) != len(outputs):
-                raise TypeError(
-                    f"{self.name!r} returns {len(results)} field(s) but out= gives "
-                    f"{len(outputs)}"
-                )
-            for position, cut in members:
-                cut.__dsl_assign__(results[position])
-
-    def _direct_definition(self, domain: Any, outputs: tuple[Any, ...]) -> ProgramDefinition:
-        if domain is None:
-            return self.definition
-        return attrs.evolve(self.definition, **direct_domain(self.name, domain, outputs))
 
 
 @attrs.frozen(eq=False)

@@ -1,5 +1,5 @@
 """Operators called directly from Python: scan operators on arrays (forward, backward, tuple
-carries, broadcasting, scalars, ``domain=``).
+carries, broadcasting, scalars, ``domain=``), and a field operator with a domain per output.
 
 A case's "program" is a :class:`DirectCall`: the operator, called with the case's arguments
 by keyword (``out=`` and ``domain=`` among them), and for inspection the program that call
@@ -13,8 +13,20 @@ from typing import Any
 import attrs
 import numpy as np
 
-from backends.conformance.corpus.cases import OUT, SCALAR, SHAPE, F, Feature, K, arguments, bools
-from pipeline.dsl import bool_, float64, int64, scan_operator, where
+from backends.conformance.corpus.cases import (
+    IJK,
+    OUT,
+    SCALAR,
+    SHAPE,
+    F,
+    Feature,
+    I,
+    J,
+    K,
+    arguments,
+    bools,
+)
+from pipeline.dsl import bool_, field_operator, float64, int64, scan_operator, where
 
 DIRECT_CALLS = Feature("direct_calls")
 
@@ -124,3 +136,22 @@ _capped_args = arguments(flag=bools, cap=SCALAR(3), out=OUT(np.int64),
 DIRECT_CALLS.add("direct_scan_integer_carry_of_bools_in_a_domain",
                  DirectCall(capped_count, _capped_args),
                  _capped_args, capped_reference)
+
+
+@field_operator
+def shifted_differences(f: IJK) -> tuple[IJK, IJK]:
+    return f(I + 1) - f, f(J + 1) - f(J - 1)
+
+
+def shifted_differences_reference(f, out, domain):
+    di, dj = out
+    di[:-1] = f[1:] - f[:-1]
+    dj[:, 1:-1] = f[:, 2:] - f[:, :-2]
+
+
+_differences_args = arguments(
+    f=F(), out=lambda rng: (OUT()(rng), OUT()(rng)),
+    domain=SCALAR(({I: (0, SHAPE[0] - 1)}, {J: (1, SHAPE[1] - 1)})))
+DIRECT_CALLS.add("direct_field_operator_call_with_a_domain_per_output",
+                 DirectCall(shifted_differences, _differences_args),
+                 _differences_args, shifted_differences_reference)

@@ -25,6 +25,7 @@ from pipeline.dsl.ir.nodes import (
     Stencil,
     Type,
 )
+from pipeline.dsl.regions import Bound
 from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import Dimension, FieldType, ScalarType
 
@@ -84,7 +85,8 @@ def _program(
 ) -> ProgramIR:
     bounds = definition.output_bounds
     if bounds is not None and len(bounds) not in {1, len(output_types)}:
-        raise DSLTypeError(
+        raise DSLTypeError.at(
+            loc,
             f"the call of {name!r} gives {len(bounds)} domain(s) for {len(output_types)} "
             "output(s); give one domain per output, nested like out=, or one for all"
         )
@@ -93,7 +95,8 @@ def _program(
         out_name = f"__out{index}"
         params.append(Param(out_name, output_type))
         own = None if bounds is None else bounds[index if len(bounds) > 1 else 0]
-        outputs.append(OutputTarget(out_name, _slices(definition, name, output_type, own)))
+        slices = _slices(definition, name, output_type, own, loc)
+        outputs.append(OutputTarget(out_name, slices))
     stencil = Stencil((), results, tuple(outputs), name, loc=loc)
     return ProgramIR(name, tuple(params), (stencil,), loc=loc)
 
@@ -103,24 +106,31 @@ def _slices(
     name: str,
     output_type: Type,
     bounds: tuple[tuple[str, int, int], ...] | None,
-) -> tuple[tuple[int | None, int | None], ...]:
+    loc: SourceLocation | None,
+) -> tuple[tuple[int | Bound | None, int | Bound | None], ...]:
     """The slices of one output: the positional ``output_slices``, then ``bounds`` by
-    dimension name."""
+    dimension name (errors located at the operator's definition, ``loc``)."""
     assert isinstance(output_type, FieldType)
     rank = len(output_type.dims)
     given = definition.output_slices or ()
     if len(given) > rank:
-        raise DSLTypeError(
+        raise DSLTypeError.at(
+            loc,
             f"domain= of {name!r} has {len(given)} slice(s) but its output has "
             f"{rank} dimension(s)"
         )
-    slices = [*given, *((None, None),) * (rank - len(given))]
+    slices: list[tuple[int | Bound | None, int | Bound | None]] = [
+        *given,
+        *((None, None),) * (rank - len(given)),
+    ]
     for dim, lo, hi in bounds or ():
         if dim not in output_type.dim_names:
-            raise DSLTypeError(
+            raise DSLTypeError.at(
+                loc,
                 f"domain= of the call of {name!r} bounds {dim}, but its output "
                 f"{output_type} has dimensions ({', '.join(output_type.dim_names)}); "
                 "bound only the output's dimensions"
             )
-        slices[output_type.dim_names.index(dim)] = (lo, hi)
+        # Absolute bounds, checked inside the output as a program's domain= is.
+        slices[output_type.dim_names.index(dim)] = (Bound(lo), Bound(hi))
     return tuple(slices)
