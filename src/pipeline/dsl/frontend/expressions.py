@@ -131,8 +131,17 @@ class ExpressionParser:
     def _operation(self, node: ast.expr, loc: SourceLocation) -> Expr:
         """An arithmetic, comparison or logical operation."""
         match node:
-            case ast.UnaryOp(op=ast.Not()):
-                raise self.error(DSLSyntaxError, "`not` is not supported on fields; use ~", node)
+            case ast.UnaryOp(op=ast.Not()) if self.in_scan:
+                raise self.error(
+                    DSLSyntaxError,
+                    "a scan operator's values are per point (whole planes when run embedded), "
+                    "so `not` is not supported in it; use ~ on a bool value",
+                    node,
+                )
+            case ast.UnaryOp(op=ast.Not(), operand=operand):
+                # Logical on a bool scalar (typing checks it and makes it ``~``): in the
+                # embedded run Python's ``not`` is, while ``~`` of a Python bool is -2.
+                return UnaryOp("not", self.expr(operand), loc=loc)
             case ast.UnaryOp(op=op, operand=operand):
                 return UnaryOp(UNARY_OPS[type(op)], self.expr(operand), loc=loc)
             case ast.BinOp(op=op, left=left, right=right) if type(op) in BINARY_OPS:
