@@ -28,7 +28,7 @@ from backends.conformance.corpus.cases import (
 )
 from pipeline.dsl import bool_, field_operator, float64, int64, scan_operator, where
 
-DIRECT_CALLS = Feature("direct_calls")
+DIRECT_CALLS = Feature("operators called directly")
 
 
 @attrs.frozen(eq=False)

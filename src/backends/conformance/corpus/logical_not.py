@@ -11,7 +11,7 @@ import numpy as np
 from backends.conformance.corpus.cases import IJK, OUT, SCALAR, F, Feature, I, arguments, at, dom
 from pipeline.dsl import field_operator, float64, program
 
-LOGICAL_NOT = Feature("logical not")
+LOGICAL_NOT = Feature("not of bool scalars")
 
 
 @field_operator

@@ -15,7 +15,7 @@ from backends.conformance.corpus.cases import IJK, OUT, F, Feature, K, arguments
 from backends.conformance.corpus.direct_calls import DirectCall
 from pipeline.dsl import field_operator, float64, maximum, program, scan_operator
 
-SCAN_COLLECTIONS = Feature("scan_collections")
+SCAN_COLLECTIONS = Feature("collections as scan carries")
 
 
 @dataclasses.dataclass(frozen=True)
