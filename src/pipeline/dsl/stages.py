@@ -30,7 +30,8 @@ class ScanSettings:
     Attributes:
         axis: the name of the dimension swept.
         forward: from the axis's first point to its last (True), or back.
-        init: the carry before the first point: a number, or a tuple of numbers.
+        init: the carry before the first point: a number, or a tuple of numbers (a
+            ``types.Named`` of them for a dataclass or NamedTuple carry).
     """
 
     axis: str
