@@ -12,10 +12,11 @@ from allocators import namespace_name
 from backends.arrayapi.fields import EmbeddedField, field_parameter, input_field
 from backends.arrayapi.plan import LARGE_DOMAIN, SlicePlan, plan_program
 from pipeline.dsl.arguments import guarded_reach, resolve_domain
-from pipeline.dsl.evaluation import evaluating_embedded, output_domain
+from pipeline.dsl.evaluation import current_output_domain, evaluating_embedded, output_domain
 from pipeline.dsl.frontend.annotations import parameter_nesting
 from pipeline.dsl.frontend.source import with_captured_globals
 from pipeline.dsl.ir.nodes import ProgramIR
+from pipeline.dsl.regions import Bound
 from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import FieldType, Named, record_of
 
@@ -211,17 +212,57 @@ class EmbeddedExecutable:
         self.function(**dict(zip(names, written, strict=True)), **constants)
 
     def _run_field_operator(self, values: list[Any]) -> None:
+        """A field operator or scan operator called directly: its function over the inputs,
+        once per output domain (one, unless ``domain=`` gave each output its own)."""
         # One stencil, or one per group of outputs over the same dimensions (splitting).
         outputs = {t.name: t for s in self.ir.stencils for t in s.outputs}
         names = [p.name for p in self.ir.params]
         flat = iter([v for n, v in zip(names, values, strict=True) if n not in outputs])
-        # Tuple parameters arrive one argument per leaf: the function takes them nested.
-        inputs = [_rebuilt(nesting, flat) for _, nesting in parameter_nesting(self.function)]
+        function = self.function
+        if self.definition.scan is not None:
+            inputs = list(flat)
+        else:
+            # Tuple parameters arrive one argument per leaf: the function takes them nested.
+            inputs = [_rebuilt(nesting, flat) for _, nesting in parameter_nesting(function)]
+        ordered = sorted(outputs.values(), key=lambda t: names.index(t.name))
         targets = tuple(
-            values[names.index(target.name)][tuple(slice(a, b) for a, b in target.slices)]
-            for target in sorted(outputs.values(), key=lambda t: names.index(t.name))
+            values[names.index(target.name)][
+                tuple(slice(_index(a), _index(b)) for a, b in target.slices)
+            ]
+            for target in ordered
         )
-        with output_domain(targets):
-            result = self.function(*inputs)
-        for field, value in zip(targets, _flattened(result), strict=True):
-            field.__dsl_assign__(value)
+        bounds = self.definition.output_bounds
+        groups = (
+            [tuple(range(len(targets)))]
+            if bounds is None or len(bounds) == 1
+            else _domain_groups(tuple(t.bounds() for t in targets))
+        )
+        for group in groups:
+            with output_domain(tuple(targets[i] for i in group)):
+                results = _flattened(self._evaluate(inputs))
+            for i in group:
+                targets[i].__dsl_assign__(results[i])
+
+    def _evaluate(self, inputs: list[Any]) -> Any:
+        """The operator's result over the current output domain."""
+        settings = self.definition.scan
+        if settings is None:
+            return self.function(*inputs)
+        field = next(v for v in inputs if isinstance(v, EmbeddedField))
+        return field.__dsl_scan__(self.function, settings, tuple(inputs), current_output_domain())
+
+
+def _domain_groups(domains: tuple[dict[str, tuple[int, int]], ...]) -> list[tuple[int, ...]]:
+    """The outputs (by position) grouped by their domains: one evaluation per domain, as the
+    compiled program runs one stencil per domain."""
+    groups: dict[tuple[tuple[str, int, int], ...], list[int]] = {}
+    for position, domain in enumerate(domains):
+        key = tuple(sorted((d, lo, hi) for d, (lo, hi) in domain.items()))
+        groups.setdefault(key, []).append(position)
+    return [tuple(group) for group in groups.values()]
+
+
+def _index(bound: int | Bound | None) -> int | None:
+    """A slice bound of a direct call's output: ``domain={I: (lo, hi)}`` gives absolute
+    bounds of no scalar, which index the whole output parameter as they are."""
+    return bound.offset if isinstance(bound, Bound) else bound

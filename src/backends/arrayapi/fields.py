@@ -28,7 +28,7 @@ from backends.arrayapi.operands import as_array, coerce, is_scalar
 from pipeline.dsl.evaluation import current_output_domain
 from pipeline.dsl.regions import Region
 from pipeline.dsl.stages import ScanSettings
-from pipeline.dsl.types import Offset
+from pipeline.dsl.types import Named, Offset, record_of
 
 __all__ = ["EmbeddedField", "field_parameter", "input_field"]
 
@@ -256,8 +256,15 @@ class EmbeddedField:
                 lo, hi = bounds[d]
                 bounds[d] = (max(lo, start), max(lo, start, min(hi, stop)))
         ns = self.ns
+        # Each field over its own dimensions only: a plane of a field of fewer dimensions
+        # broadcasts, it does not claim the others' extents.
+        owned = [
+            [d for d in dims if d in a.dims] if isinstance(a, EmbeddedField) else []
+            for a in args
+        ]
         arrays = [
-            a._restricted(bounds, dims) if isinstance(a, EmbeddedField) else a for a in args
+            a._restricted(bounds, own) if isinstance(a, EmbeddedField) else a
+            for a, own in zip(args, owned, strict=True)
         ]
         position = dims.index(axis)
         plane_dims = tuple(d for d in dims if d != axis)
@@ -265,17 +272,24 @@ class EmbeddedField:
         plane_shape = tuple(bounds[d][1] - bounds[d][0] for d in plane_dims)
         start, stop = bounds[axis]
         points = range(stop - start) if settings.forward else range(stop - start - 1, -1, -1)
-        carry: Any = settings.init
+        init = settings.init
+        # A named collection's carry is its class's instance, as the function reads it.
+        carry: Any = init.record.build(tuple(init)) if isinstance(init, Named) else init
         carries: list[tuple[Any, ...]] = []
         for point in points:
             values = [
-                EmbeddedField(_plane(ns, a, position, point), plane_dims, plane_origin, ns)
+                _plane_field(ns, a, own, axis, point, bounds)
                 if isinstance(b, EmbeddedField)
                 else a
-                for a, b in zip(arrays, args, strict=True)
+                for a, b, own in zip(arrays, args, owned, strict=True)
             ]
             carry = function(carry, *values)
-            carries.append(carry if isinstance(carry, tuple) else (carry,))
+            record = record_of(type(carry))
+            carries.append(
+                record.values(carry)
+                if record is not None
+                else carry if isinstance(carry, tuple) else (carry,)
+            )
         if not settings.forward:
             carries.reverse()
         components = len(settings.init) if isinstance(settings.init, tuple) else 1
@@ -292,7 +306,9 @@ class EmbeddedField:
                 shape = (*plane_shape[:position], 0, *plane_shape[position:])
                 stacked = ns.zeros(shape, dtype=ns.float64)
             results.append(EmbeddedField(stacked, tuple(dims), origin, ns))
-        return tuple(results) if isinstance(settings.init, tuple) else results[0]
+        if isinstance(init, Named):
+            return init.record.build(tuple(results))  # type: ignore[no-any-return]
+        return tuple(results) if isinstance(init, tuple) else results[0]
 
     def __dsl_builtin__(self, name: str, args: tuple[Any, ...]) -> Any:
         """Apply the DSL builtin ``name`` (see ``pipeline.dsl.builtins``)."""
@@ -404,6 +420,23 @@ def _plane(ns: Any, array: Any, axis: int, index: int) -> Any:
     """``array`` at ``index`` along ``axis`` (index 0 where the array is broadcast there)."""
     at = index if array.shape[axis] > 1 else 0
     return array[(*(slice(None),) * axis, at, ...)]
+
+
+def _plane_field(
+    ns: Any,
+    array: Any,
+    dims: list[str],
+    axis: str,
+    point: int,
+    bounds: dict[str, tuple[int, int]],
+) -> EmbeddedField:
+    """The plane at ``point`` along ``axis`` of ``array`` (over ``dims``, cut to ``bounds``):
+    a field over its dimensions but the axis; the array itself when it has no such axis."""
+    if axis not in dims:
+        return EmbeddedField(array, tuple(dims), tuple(bounds[d][0] for d in dims), ns)
+    plane_dims = tuple(d for d in dims if d != axis)
+    origin = tuple(bounds[d][0] for d in plane_dims)
+    return EmbeddedField(_plane(ns, array, dims.index(axis), point), plane_dims, origin, ns)
 
 
 def _full_plane(

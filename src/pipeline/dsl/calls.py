@@ -40,10 +40,18 @@ class StencilCalls:
     whose IR names the parameters and makes the ``ArgumentChecker``."""
 
     def definition_key(self, definition: ProgramDefinition) -> Hashable:
-        # A call with located arrays is a definition of its own (ADR 0026), never fast.
-        if definition.located:
-            return (definition.output_slices, definition.located)
-        return definition.output_slices
+        # The definition as written (its fast entry may take the next call) keys on its
+        # output slices alone; a direct call's domain, a scan's argument dimensions or
+        # located arrays' origins (ADR 0026) make another program, never fast.
+        plain = definition.output_bounds is None and definition.call_dims is None
+        if plain and not definition.located:
+            return definition.output_slices
+        return (
+            definition.output_slices,
+            definition.output_bounds,
+            definition.call_dims,
+            definition.located,
+        )
 
     def program(self, output: object) -> CompilableProgram:
         if not isinstance(output, CompilableProgram):

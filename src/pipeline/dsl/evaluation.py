@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipeline.dsl.types import record_of
@@ -16,6 +16,7 @@ from pipeline.dsl.types import record_of
 __all__ = [
     "current_output_domain",
     "embedded_evaluation",
+    "evaluate_per_domain",
     "evaluating_embedded",
     "flattened",
     "in_domain",
@@ -100,3 +101,39 @@ def per_output(domain: Any) -> bool:
     like ``out=``), not a direct call's tuple of slices."""
     leaves = flattened(domain) if isinstance(domain, tuple) else ()
     return bool(leaves) and all(isinstance(leaf, dict) for leaf in leaves)
+
+
+def evaluate_per_domain(
+    name: str,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out: Any,
+    domain: tuple[Any, ...],
+) -> None:
+    """A call of the field operator ``name`` with one ``domain=`` per output, evaluated
+    embedded: ``function`` once per distinct domain, as the compiled program runs one
+    stencil per domain, writing the outputs of that domain.
+
+    Raises:
+        TypeError: not one domain per output, or not one result per output.
+    """
+    outputs, domains = flattened(out), flattened(domain)
+    if len(outputs) != len(domains):
+        raise TypeError(
+            f"the call of {name!r} gives {len(domains)} domain(s) for "
+            f"{len(outputs)} output(s); give one domain per output, nested like out="
+        )
+    groups: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+    for position, (output, bounds) in enumerate(zip(outputs, domains, strict=True)):
+        key = tuple(sorted((dim.name, int(lo), int(hi)) for dim, (lo, hi) in bounds.items()))
+        groups.setdefault(key, []).append((position, in_domain(output, bounds)))
+    for members in groups.values():
+        with evaluating_embedded(), output_domain(tuple(cut for _, cut in members)):
+            results = flattened(function(*args, **kwargs))
+        if len(results) != len(outputs):
+            raise TypeError(
+                f"{name!r} returns {len(results)} field(s) but out= gives {len(outputs)}"
+            )
+        for position, cut in members:
+            cut.__dsl_assign__(results[position])

@@ -21,9 +21,11 @@ from pipeline import metrics
 from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
 from pipeline.dsl.calls import STENCIL_CALLS
 from pipeline.dsl.default_backend import DEFAULT, check_backend, resolve_backend
+from pipeline.dsl.direct import direct_domain, scan_call
 from pipeline.dsl.evaluation import (
     current_output_domain,
     embedded_evaluation,
+    evaluate_per_domain,
     evaluating_embedded,
     flattened,
     in_domain,
@@ -42,7 +44,7 @@ from pipeline.dsl.static_arguments import (
     static_names,
 )
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
-from pipeline.dsl.types import Dimension, record_of
+from pipeline.dsl.types import Dimension, Named, record_of
 from pipeline.errors import SourceError
 from pipeline.staged import Lowered
 
@@ -398,26 +400,50 @@ class FieldOperator(_Definition):
 
     Called inside a program or another field operator it is inlined (compiled) or evaluated
     on fields (embedded). Called directly with arrays, it needs ``out=`` (an array or tuple)
-    and optionally ``domain=`` (a tuple of slices of the output), and runs on its backend.
+    and optionally ``domain=`` (a tuple of slices of the output, a dict of absolute bounds
+    ``{I: (lo, hi)}``, or one such dict per output, nested like ``out=``), and runs on its
+    backend.
     """
 
     kind = "field_operator"
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        outputs = flattened(out)
         if embedded_evaluation() or any(
             hasattr(a, "__dsl_builtin__")
-            for a in (*flattened(args), *flattened(tuple(kwargs.values())), *outputs)
+            for a in (*flattened(args), *flattened(tuple(kwargs.values())), *flattened(out))
         ):
             if per_output(domain):
-                return self._evaluate_per_domain(args, kwargs, out, domain)
+                function = self._embedded_function()
+                return evaluate_per_domain(self.name, function, args, kwargs, out, domain)
             return self._evaluate_embedded(args, kwargs, in_domain(out, domain))
+        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
+
+    def lower(
+        self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
+    ) -> Lowered[ProgramDefinition, CompilableProgram]:
+        """Frontend and translation of the direct call ``self(*args, out=out, domain=domain,
+        **kwargs)`` on arrays (``.ir``, ``.as_text()``); ``.compile()`` finishes the walk.
+
+        Raises:
+            TypeError, ArgumentError: as the direct call would.
+            DSLError: the definition is not valid DSL.
+        """
+        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
+
+    def _direct_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
+    ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
+        """The definition of a direct call's program, and the arguments of its executables."""
         if out is None:
             raise TypeError(
                 f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
-                "of arrays), and optionally domain=(slice, ...) for the output domain"
+                "of arrays), and optionally domain= for the output domain: slices, "
+                "{I: (lo, hi)}, or one such dict per output"
             )
-        definition = self._direct_definition(domain)
+        outputs = flattened(out)
+        definition = self.definition
+        if domain is not None:
+            definition = attrs.evolve(definition, **direct_domain(self.name, domain, outputs))
         # Tuple parameters are one parameter per component (t__0, t__1, ...).
         args = flattened(args)
         if kwargs:
@@ -429,7 +455,7 @@ class FieldOperator(_Definition):
                     flat[key] = value
             names = [n for n in self._parameters() if not n.startswith("__out")]
             args = bind_arguments(self.name, names, args, flat)
-        return self._dispatcher.call(definition, (*args, *outputs))
+        return definition, (*args, *outputs)
 
     def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
         outputs = flattened(out)
@@ -446,42 +472,6 @@ class FieldOperator(_Definition):
             target.__dsl_assign__(value)
         return None
 
-    def _evaluate_per_domain(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: tuple[Any, ...]
-    ) -> None:
-        """A program's call with one ``domain=`` per output, evaluated embedded: once per
-        distinct domain, as the compiled program runs one stencil per domain, writing the
-        outputs of that domain."""
-        outputs, domains = flattened(out), flattened(domain)
-        if len(outputs) != len(domains):
-            raise TypeError(
-                f"the call of {self.name!r} gives {len(domains)} domain(s) for "
-                f"{len(outputs)} output(s); give one domain per output, nested like out="
-            )
-        groups: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
-        for position, (output, bounds) in enumerate(zip(outputs, domains, strict=True)):
-            key = tuple(sorted((dim.name, int(lo), int(hi)) for dim, (lo, hi) in bounds.items()))
-            groups.setdefault(key, []).append((position, in_domain(output, bounds)))
-        for members in groups.values():
-            with evaluating_embedded(), output_domain(tuple(cut for _, cut in members)):
-                results = flattened(self._embedded_function()(*args, **kwargs))
-            if len(results) != len(outputs):
-                raise TypeError(
-                    f"{self.name!r} returns {len(results)} field(s) but out= gives "
-                    f"{len(outputs)}"
-                )
-            for position, cut in members:
-                cut.__dsl_assign__(results[position])
-
-    def _direct_definition(self, domain: Any) -> ProgramDefinition:
-        if domain is None:
-            return self.definition
-        items = domain if isinstance(domain, tuple) else (domain,)
-        if not all(isinstance(s, slice) and s.step is None for s in items):
-            raise TypeError(f"domain= must be a tuple of slices without step, got {domain!r}")
-        slices = tuple((s.start, s.stop) for s in items)
-        return attrs.evolve(self.definition, output_slices=slices)
-
 
 @attrs.frozen(eq=False)
 class ScanOperator(_Definition):
@@ -491,6 +481,12 @@ class ScanOperator(_Definition):
     at every point of the output domain: the first point along the axis (the last, swept
     backward) gets ``function(init, *values there)``, each next one the function of the
     previous carry. A tuple ``init`` makes a tuple carry and a tuple of results.
+
+    Called directly with arrays, as a field operator is, it needs ``out=`` (an array, or a
+    tuple of arrays for a tuple carry) and optionally ``domain=``, and runs on its backend
+    as a program of one call. Plain arrays name no dimensions: the scan's axis is the last
+    axis of every array, and an array of fewer dimensions than ``out=`` takes its last ones
+    (NumPy's broadcasting).
     """
 
     settings: ScanSettings = attrs.field(kw_only=True)
@@ -502,7 +498,8 @@ class ScanOperator(_Definition):
 
     def frontend(self) -> CompilableProgram:
         """A scan operator has no program of its own: it is compiled inside the field
-        operator or program that calls it, whose ``frontend()`` shows it.
+        operator or program that calls it, whose ``frontend()`` shows it; a direct call's
+        program depends on its arrays' ranks, and ``lower(arrays..., out=...)`` shows it.
 
         Raises:
             DSLError: the scan's definition is not valid DSL (located in the user's source).
@@ -514,18 +511,20 @@ class ScanOperator(_Definition):
             raise user_facing(error) from None
         raise TypeError(
             f"scan operator {self.name!r} has no program of its own: it is compiled inside "
-            "the field operator or program that calls it; call frontend() on that one"
+            "the field operator or program that calls it; call frontend() on that one, or "
+            f"{self.name}.lower(arrays..., out=...) for the program of a direct call"
         )
 
     def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        out = in_domain(out, domain)
         values = (*args, *kwargs.values())
         fields = [v for v in values if hasattr(v, "__dsl_scan__")]
         if not fields:
-            raise TypeError(
-                f"scan operator {self.name!r} runs on fields: call it from a field operator "
-                "or a program (with out=), not directly"
-            )
+            if embedded_evaluation():
+                raise TypeError(
+                    f"scan operator {self.name!r} runs on fields: pass it at least one field"
+                )
+            return self._call_directly(args, kwargs, out, domain)
+        out = in_domain(out, domain)
         bound = inspect.signature(self.function).bind(None, *args, **kwargs)
         point_values = tuple(bound.arguments.values())[1:]
         outputs = flattened(out)
@@ -535,10 +534,36 @@ class ScanOperator(_Definition):
             )
         if out is None:
             return result
-        results = result if isinstance(result, tuple) else (result,)
-        for target, value in zip(outputs, results, strict=True):
+        for target, value in zip(outputs, flattened(result), strict=True):
             target.__dsl_assign__(value)
         return None
+
+    def _call_directly(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
+    ) -> Any:
+        """A call from Python on arrays: a program of this one call, on the operator's backend
+        (compiled once per ranks and domain, checked as any program's call)."""
+        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
+
+    def lower(
+        self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
+    ) -> Lowered[ProgramDefinition, CompilableProgram]:
+        """Frontend and translation of the direct call ``self(*args, out=out, domain=domain,
+        **kwargs)`` on arrays: the program of that one call (``.ir``, ``.as_text()``);
+        ``.compile()`` finishes the walk.
+
+        Raises:
+            TypeError, ArgumentError: as the direct call would.
+            DSLError: the definition is not valid DSL.
+        """
+        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
+
+    def _direct_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
+    ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
+        changes, leaves = scan_call(self.name, self.function, self.settings, args, kwargs, out)
+        changes.update(direct_domain(self.name, domain, flattened(out)))
+        return attrs.evolve(self.definition, **changes), leaves
 
 
 def scan_operator(
@@ -546,14 +571,18 @@ def scan_operator(
 ) -> Callable[[F], ScanOperator]:
     """Declare a scan operator: ``@scan_operator(axis=K, forward=True, init=0.0)``.
 
-    The function takes the carry (a scalar, or a tuple of scalars for a tuple ``init``) and
-    one value per point argument, annotated with dtypes, and returns the new carry.
+    The function takes the carry (a scalar, or a tuple of scalars for a tuple ``init``, or
+    a dataclass or NamedTuple of scalars for an ``init`` of that class) and one value per
+    point argument, annotated with dtypes, and returns the new carry.
 
     Raises:
         TypeError: ``axis`` is not a Dimension.
     """
     if not isinstance(axis, Dimension):
         raise TypeError(f"scan_operator(axis=...) takes a Dimension, got {axis!r}")
+    record = record_of(type(init))
+    if record is not None:  # a named collection is a tuple with field names (ADR 0023)
+        init = Named(record.values(init), record)
     settings = ScanSettings(axis.name, bool(forward), init)
     return lambda f: ScanOperator(f, backend=backend, settings=settings)
 

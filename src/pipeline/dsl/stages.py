@@ -30,7 +30,8 @@ class ScanSettings:
     Attributes:
         axis: the name of the dimension swept.
         forward: from the axis's first point to its last (True), or back.
-        init: the carry before the first point: a number, or a tuple of numbers.
+        init: the carry before the first point: a number, or a tuple of numbers (a
+            ``types.Named`` of them for a dataclass or NamedTuple carry).
     """
 
     axis: str
@@ -46,8 +47,14 @@ class ProgramDefinition:
         function: the user's Python function.
         kind: ``"field_operator"``, ``"scan_operator"`` or ``"program"``.
         captured: the global and closure values the function's body refers to, by name.
-        output_slices: for a field operator called directly, the output domain as (start,
-            stop) per dimension of the output; ``None`` means the whole output.
+        output_slices: for an operator called directly, the output domain as (start, stop)
+            per dimension of every output, in order; ``None`` means the whole outputs.
+        output_bounds: for an operator called directly with ``domain={I: (lo, hi), ...}``,
+            the absolute (dimension name, start, stop) of each output (one entry: of every
+            output); ``None``: none given.
+        call_dims: for a scan operator called directly, the dimension names of each point
+            argument (``None``: a scalar) and then of each output, from the arrays' ranks
+            (the scan's axis last; see ``ScanOperator``).
         scan: for a scan operator, its axis, direction and initial carry.
         bound: for a program, the scalar parameters bound to values
             (``Program.with_bound_args``): compile-time constants of their parameters'
@@ -71,6 +78,8 @@ class ProgramDefinition:
     static_shapes: Mapping[str, tuple[int, ...]] = attrs.field(
         factory=dict, converter=_frozen_mapping
     )
+    output_bounds: tuple[tuple[tuple[str, int, int], ...], ...] | None = None
+    call_dims: tuple[tuple[str, ...] | None, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -91,6 +100,8 @@ class ProgramDefinition:
             # Each left out when empty: a plain program's fingerprint is what it was before.
             *((("located", self.located),) if self.located else ()),
             *((("static_shapes", dict(self.static_shapes)),) if self.static_shapes else ()),
+            *((("output_bounds", self.output_bounds),) if self.output_bounds is not None else ()),
+            *((("call_dims", self.call_dims),) if self.call_dims is not None else ()),
         )
 
     def __repr__(self) -> str:

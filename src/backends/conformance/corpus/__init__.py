@@ -3,16 +3,17 @@
 Each :class:`Case` pairs a DSL program with a builder of deterministic arguments and a NumPy
 reference (see :mod:`backends.conformance.corpus.cases`). Together the cases cover every
 construct of the DSL: shifts (several in one call, asymmetric, in K), each arithmetic operator,
-each comparison, ``& | ~``, ``where`` (nested, with literals), every math builtin, ``astype``
-both ways, each dtype, scalar parameters of several dtypes, literals typed like NumPy 2 weak
-scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of programs
-too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
-collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
-ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
-located arrays (element 0 not at index 0), scans, boundary conditions, 0-D fields, bound
-arguments, static parameters and static domains, and the reference workloads ``laplacian`` and
-``hdiff``. The cases are grouped by :class:`Feature`, one module of features each;
-:data:`FEATURES` lists them in a fixed order.
+each comparison, ``& | ~``, ``not`` of bool scalars, ``where`` (nested, with literals), every
+math builtin, ``astype`` both ways, each dtype, scalar parameters of several dtypes, literals
+typed like NumPy 2 weak scalars, locals and shifted locals, inlined calls, tuple returns and
+parameters (of programs too), ``where``, ``concat_where``, ``astype``, dtype conversions and
+``a if c else b`` of tuples, named collections (dataclasses and NamedTuples), fields of fewer
+dimensions broadcast against 3D ones, multi-call programs with temporaries, out slices and
+``domain=`` (one per output too), located arrays (element 0 not at index 0), scans (called
+directly too, collections as carries), boundary conditions, 0-D fields, bound arguments, static
+parameters and static domains, and the reference workloads ``laplacian`` and ``hdiff``. The
+cases are grouped by :class:`Feature`, one module of features each; :data:`FEATURES` lists
+them in a fixed order.
 
 Besides the cases, the reference workloads ``lap`` and ``hdiff_program`` with their
 references, and the helpers that build arrays (``sentinel``, ``dom``, ``at``), are here for
@@ -25,11 +26,14 @@ from backends.conformance.corpus import (
     builtins,
     collections_,
     composition,
+    direct_calls,
     domains,
     dtypes,
     located_arrays,
+    logical_not,
     output_domains,
     scalars,
+    scan_collections,
     scans,
     semantics,
     static_arguments,
@@ -100,6 +104,7 @@ FEATURES: tuple[Feature, ...] = (
     dtypes.ZERO_DIM_FIELDS,
     scalars.SCALAR_PARAMETERS,
     scalars.SCALAR_CONTROL_FLOW,
+    logical_not.LOGICAL_NOT,
     bound_arguments.BOUND_ARGUMENTS,
     static_arguments.STATIC_ARGUMENTS,
     composition.LOCALS,
@@ -115,6 +120,8 @@ FEATURES: tuple[Feature, ...] = (
     domains.BOUNDARY_CONDITIONS,
     scans.SCANS,
     located_arrays.LOCATED_ARRAYS,
+    direct_calls.DIRECT_CALLS,
+    scan_collections.SCAN_COLLECTIONS,
 )
 
 

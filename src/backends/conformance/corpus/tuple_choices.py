@@ -1,4 +1,5 @@
-"""``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuple values, item by item.
+"""``where``, ``concat_where``, ``astype``, ``float32(...)`` and ``a if c else b`` of tuple values,
+item by item.
 
 Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
 annotations``, since the DSL reads the annotations (of the classes too).
@@ -219,3 +220,30 @@ TUPLE_CHOICES.add("conditional_expression_of_tuples", flipped_program,
     arguments(flag=SCALAR(True), noflag=SCALAR(False), a=F(), b=F(), x=OUT(), y=OUT(),
               u=OUT(), v=OUT()),
     flipped_reference, outputs=("x", "y", "u", "v"))
+
+
+# =========================================================================== dtype(tuple)
+
+
+@field_operator
+def called_dtypes(a: IJK, b: IJK, s: float64) -> tuple[tuple[IJK32, IJKi32], IJK32]:
+    narrow = float32((a, (b * 10.0, s)))
+    return (narrow[0], int32(narrow[1])[0]), narrow[1][1] * narrow[0](I + 1)
+
+
+@program
+def called_dtypes_program(a: IJK, b: IJK, s: float64, x: IJK32, n: IJKi32, y: IJK32):
+    called_dtypes(a, b, s, out=((x[:-1, :, :], n[:-1, :, :]), y[:-1, :, :]))
+
+
+def called_dtypes_reference(a, b, s, x, n, y):
+    d = dom(x.shape, np.s_[:-1, :, :])
+    x[d] = a[d].astype(np.float32)
+    n[d] = (b[d] * 10.0).astype(np.float32).astype(np.int32)
+    y[d] = np.float32(s) * at(a, d, 1, 0, 0).astype(np.float32)
+
+
+TUPLE_CHOICES.add("dtype_called_on_a_nested_tuple", called_dtypes_program,
+    arguments(a=F(), b=F(), s=SCALAR(1.5), x=OUT(np.float32), n=OUT(np.int32),
+              y=OUT(np.float32)),
+    called_dtypes_reference, outputs=("x", "n", "y"))

@@ -5,6 +5,7 @@ result types, carry dtypes.
 from __future__ import annotations
 
 import ast
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "parameter_nesting",
     "parameter_types",
     "result_types",
+    "scan_carry_nesting",
     "scan_init",
     "scan_return_types",
 ]
@@ -252,12 +254,12 @@ def carry_types(
     Raises:
         DSLTypeError: the annotation is neither a dtype nor a tuple of dtypes.
     """
-    dtypes = [as_dtype(item) for item in _items(annotation)]
+    dtypes = [as_dtype(item) for item in _carry_items(annotation)]
     if annotation is None or any(d is None for d in dtypes):
         raise source.error(
             DSLTypeError,
-            f"annotate the carry {arg.arg!r} of a scan operator with a dtype (float64) or a "
-            "tuple of dtypes (tuple[float64, float64])",
+            f"annotate the carry {arg.arg!r} of a scan operator with a dtype (float64), a "
+            "tuple of dtypes (tuple[float64, float64]) or a dataclass or NamedTuple of dtypes",
             arg.annotation or arg,
         )
     return tuple(ScalarType(d) for d in dtypes if d is not None)
@@ -265,8 +267,14 @@ def carry_types(
 
 def scan_return_types(declared: object) -> tuple[np.dtype[Any], ...]:
     """The dtypes a scan operator's return annotation declares; () unless all are dtypes."""
-    dtypes = tuple(as_dtype(item) for item in _items(declared))
+    dtypes = tuple(as_dtype(item) for item in _carry_items(declared))
     return tuple(d for d in dtypes if d is not None) if all(d is not None for d in dtypes) else ()
+
+
+def _carry_items(annotation: object) -> tuple[object, ...]:
+    """The items of a carry's annotation: a flat tuple's, a named collection's fields'."""
+    record = record_of(annotation)
+    return record_types(record) if record is not None else _items(annotation)
 
 
 def describe_dtypes(items: tuple[Any, ...]) -> str:
@@ -311,3 +319,10 @@ def _fits(value: object, kind: str) -> bool:
     if kind in "iu":
         return isinstance(number, int) and not isinstance(number, bool)
     return isinstance(number, float)
+
+
+def scan_carry_nesting(function: Callable[..., Any]) -> object:
+    """The nesting of a scan operator's carry as its annotation says (a ``Named`` for a
+    named collection; None for a single value), as its callers receive its results."""
+    parameters = list(inspect.signature(function).parameters)
+    return shape(evaluated_annotations(function).get(parameters[0])) if parameters else None

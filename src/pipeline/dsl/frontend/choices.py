@@ -1,9 +1,10 @@
-"""``where``, ``concat_where``, ``astype`` and ``a if c else b`` in a DSL body, of single values
-and of tuple values alike.
+"""``where``, ``concat_where``, ``astype``, the dtype conversions (``float32(x)``) and ``a if c
+else b`` in a DSL body, of single values and of tuple values alike.
 
 As in GT4Py, a choice between two tuples is the tuple of the choices between their items, and a
 conversion of a tuple converts each item: ``where(m, (a, b), (c, d))`` is ``(where(m, a, c),
-where(m, b, d))``, nested tuples and named collections item by item. The IR holds leaves only,
+where(m, b, d))``, ``float32((a, b))`` is ``(float32(a), float32(b))``, nested tuples and
+named collections item by item. The IR holds leaves only,
 so each becomes one IR node per leaf, nested like the branches; a single value is one node, as
 it always was.
 """
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any
 
-from pipeline.dsl.builtins import SCALAR_CHOICE
+import numpy as np
+
+from pipeline.dsl.builtins import SCALAR_CHOICE, DType
 from pipeline.dsl.errors import DSLTypeError
 from pipeline.dsl.frontend.indices import region
 from pipeline.dsl.frontend.names import NameResolver
@@ -21,7 +25,7 @@ from pipeline.dsl.frontend.tuples import Values, describe_shape, leaves, nest, s
 from pipeline.dsl.ir.nodes import Call, Cast, ConcatWhere, Expr, SourceLocation
 from pipeline.dsl.types import as_dtype
 
-__all__ = ["ELEMENTWISE_BUILTINS", "conditional", "elementwise_builtin"]
+__all__ = ["ELEMENTWISE_BUILTINS", "conditional", "conversion", "elementwise_builtin"]
 
 #: The builtins that take tuples as well as single values.
 ELEMENTWISE_BUILTINS = frozenset({"where", "concat_where", "astype"})
@@ -107,7 +111,24 @@ def _astype(
             "the second argument of astype() must be a DSL dtype (float64, ...)",
             node.args[1],
         )
-    value = structured(node.args[0])
+    return _converted(structured(node.args[0]), dtype, loc)
+
+
+def conversion(
+    node: ast.Call, dtype: DType, names: NameResolver, structured: Structured
+) -> Expr | Values:
+    """``float32(value)`` (any DSL dtype called): ``astype(value, float32)``, each leaf of a
+    tuple value converted.
+
+    Raises:
+        DSLTypeError: not exactly one value.
+    """
+    if len(node.args) != 1 or node.keywords:
+        raise names.error(DSLTypeError, f"{ast.unparse(node.func)}() takes one value", node)
+    return _converted(structured(node.args[0]), dtype.dtype, names.source.location(node))
+
+
+def _converted(value: Expr | Values, dtype: np.dtype[Any], loc: SourceLocation) -> Expr | Values:
     if not isinstance(value, tuple):
         return Cast(value, dtype, loc=loc)
     return nest(shape(value), [Cast(leaf, dtype, loc=loc) for leaf in leaves(value)])  # type: ignore[arg-type]

@@ -13,11 +13,16 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
-from pipeline.dsl.builtins import builtin_name
+from pipeline.dsl.builtins import DType, builtin_name
 from pipeline.dsl.errors import DSLError, DSLSyntaxError, DSLTypeError
-from pipeline.dsl.frontend.annotations import evaluated_annotations
+from pipeline.dsl.frontend.annotations import evaluated_annotations, scan_carry_nesting
 from pipeline.dsl.frontend.calls import builtin_call, call_arguments
-from pipeline.dsl.frontend.choices import ELEMENTWISE_BUILTINS, conditional, elementwise_builtin
+from pipeline.dsl.frontend.choices import (
+    ELEMENTWISE_BUILTINS,
+    conditional,
+    conversion,
+    elementwise_builtin,
+)
 from pipeline.dsl.frontend.indices import offsets
 from pipeline.dsl.frontend.names import MISSING, NameResolver, is_field_operator, is_scan_operator
 from pipeline.dsl.frontend.shifts import shift_expr
@@ -126,8 +131,17 @@ class ExpressionParser:
     def _operation(self, node: ast.expr, loc: SourceLocation) -> Expr:
         """An arithmetic, comparison or logical operation."""
         match node:
-            case ast.UnaryOp(op=ast.Not()):
-                raise self.error(DSLSyntaxError, "`not` is not supported on fields; use ~", node)
+            case ast.UnaryOp(op=ast.Not()) if self.in_scan:
+                raise self.error(
+                    DSLSyntaxError,
+                    "a scan operator's values are per point (whole planes when run embedded), "
+                    "so `not` is not supported in it; use ~ on a bool value",
+                    node,
+                )
+            case ast.UnaryOp(op=ast.Not(), operand=operand):
+                # Logical on a bool scalar (typing checks it and makes it ``~``): in the
+                # embedded run Python's ``not`` is, while ``~`` of a Python bool is -2.
+                return UnaryOp("not", self.expr(operand), loc=loc)
             case ast.UnaryOp(op=op, operand=operand):
                 return UnaryOp(UNARY_OPS[type(op)], self.expr(operand), loc=loc)
             case ast.BinOp(op=op, left=left, right=right) if type(op) in BINARY_OPS:
@@ -221,6 +235,8 @@ class ExpressionParser:
                     node,
                 )
             return self._operator_call(node, value)
+        if isinstance(value, DType):
+            return self._single(node, conversion(node, value, self.names, self.structured))
         if node.keywords:
             raise self.error(
                 DSLSyntaxError,
@@ -322,6 +338,8 @@ class ExpressionParser:
                 record = record_of(value)
                 if record is not None:
                     return self._collection(node, record)
+                if isinstance(value, DType):
+                    return conversion(node, value, self.names, self.structured)
                 builtin = builtin_name(value)
                 if builtin in ELEMENTWISE_BUILTINS and not node.keywords:
                     assert builtin is not None
@@ -399,8 +417,10 @@ class ExpressionParser:
         if is_scan_operator(value):
             operator, args = self.scan_call(node, value)
             count = len(operator.carry)
-            if count > 1:
-                return tuple(Scan(operator, args, i, loc=loc) for i in range(count))
+            nesting = scan_carry_nesting(value.definition.function)  # type: ignore[attr-defined]
+            if count > 1 or isinstance(nesting, Named):
+                scans = [Scan(operator, args, i, loc=loc) for i in range(count)]
+                return nest(as_tuple_shape(nesting), scans)
         elif is_field_operator(value) and not self.in_scan:
             return self._tuple_call(node, value, loc)
         return None

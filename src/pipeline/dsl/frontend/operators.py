@@ -12,6 +12,7 @@ from pipeline.dsl.frontend.annotations import (
     evaluated_annotations,
     parameter_types,
     result_types,
+    scan_carry_nesting,
     scan_init,
     scan_return_types,
 )
@@ -24,12 +25,13 @@ from pipeline.dsl.frontend.tuples import (
     as_tuple_shape,
     describe_shape,
     leaves,
+    like,
     name_leaves,
     shape,
 )
 from pipeline.dsl.ir.nodes import FieldOperatorIR, Param, ScanOperatorIR, Type
 from pipeline.dsl.stages import ProgramDefinition
-from pipeline.dsl.types import ScalarType
+from pipeline.dsl.types import Named, ScalarType
 
 __all__ = [
     "OPERATORS",
@@ -142,6 +144,7 @@ def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
             source.function_def.returns or where,
         )
     init = scan_init(settings.init, carry_dtypes, function.__name__, source)
+    nesting = _carry_nesting(definition, carry_arg.arg, source)
     tuple_carry = isinstance(settings.init, tuple)
     carry = (
         tuple(Param(f"{carry_arg.arg}__{i}", t) for i, t in enumerate(carry_dtypes))
@@ -151,7 +154,7 @@ def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
     env = {p.name: p.type for p in (*carry, *point_params)}
     parser = body_parser(definition, source, env, in_scan=True)
     if tuple_carry:
-        parser.scope.tuples[carry_arg.arg] = tuple(p.name for p in carry)
+        parser.scope.tuples[carry_arg.arg] = like(nesting, [p.name for p in carry])
     new_carry = parse_block(without_docstring(where.body), parser, parser.body)
     if new_carry is None:
         raise source.error(
@@ -162,6 +165,13 @@ def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
         raise source.error(
             DSLTypeError,
             f"{function.__name__!r} returns {len(results)} value(s) but its carry has {len(carry)}",
+            where.body[-1],
+        )
+    if isinstance(nesting, Named) and shape(new_carry) != nesting:
+        raise source.error(
+            DSLTypeError,
+            f"{function.__name__!r} returns {describe_shape(shape(new_carry))} but its carry is "
+            f"{describe_shape(nesting)}; return {nesting.record.name}(...)",
             where.body[-1],
         )
     operator = ScanOperatorIR(
@@ -177,6 +187,29 @@ def parse_scan_operator(definition: ProgramDefinition) -> ScanOperatorIR:
     )
     _SCAN_CACHE[definition] = operator
     return operator
+
+
+def _carry_nesting(definition: ProgramDefinition, name: str, source: FunctionSource) -> object:
+    """The carry's nesting; a named collection only with an ``init`` of that class.
+
+    Raises:
+        DSLTypeError: a carry annotated with a named collection and an ``init`` of another
+            kind, or the other way round.
+    """
+    nesting = scan_carry_nesting(definition.function)
+    init = definition.scan.init if definition.scan is not None else None
+    annotated = nesting.record if isinstance(nesting, Named) else None
+    given = init.record if isinstance(init, Named) else None
+    if annotated != given:
+        raise source.error(
+            DSLTypeError,
+            f"the carry {name!r} of scan operator {definition.function.__name__!r} is "
+            f"annotated {annotated.name if annotated else 'without a named collection'} but "
+            f"init is {given.name + '(...)' if given else repr(init)}; give init an instance "
+            "of the carry's class",
+            source.function_def,
+        )
+    return nesting
 
 
 def _point_parameters(definition: ProgramDefinition, source: FunctionSource) -> tuple[Param, ...]:

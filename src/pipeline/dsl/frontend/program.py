@@ -13,6 +13,7 @@ import numpy as np
 from pipeline.dsl.errors import DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.annotations import evaluated_annotations, parameter_types
 from pipeline.dsl.frontend.calls import call_arguments
+from pipeline.dsl.frontend.direct_calls import direct_call_program
 from pipeline.dsl.frontend.expressions import ExpressionParser
 from pipeline.dsl.frontend.indices import bound
 from pipeline.dsl.frontend.names import is_field_operator, is_scan_operator
@@ -52,14 +53,14 @@ __all__ = ["parse_program"]
 def parse_program(definition: ProgramDefinition) -> ProgramIR:
     """Parse a program (or a field operator called directly) into untyped IR.
 
-    A field operator called directly becomes a program of one stencil whose outputs are extra
-    parameters named ``__out0``, ``__out1``, ... over their full domains.
+    A field operator or scan operator called directly becomes a program of one stencil whose
+    outputs are extra parameters named ``__out0``, ``__out1``, ... (``direct_calls``).
 
     Raises:
         DSLError: (and subclasses) located in the user's source.
     """
-    if definition.kind == "field_operator":
-        return _direct_call_program(definition)
+    if definition.kind != "program":
+        return direct_call_program(definition)
     function = definition.function
     source = function_source(function)
     tuples: dict[str, Names] = {}
@@ -515,24 +516,3 @@ def _static_slices(
         fixed.append((Bound(low), Bound(max(low, high))))
     return tuple(fixed)
 
-
-def _direct_call_program(definition: ProgramDefinition) -> ProgramIR:
-    """A field operator called directly, as a program of one stencil."""
-    operator = parse_field_operator(definition)
-    params = list(operator.params)
-    outputs = []
-    for index, result_type in enumerate(operator.result_types):
-        name = f"__out{index}"
-        params.append(Param(name, result_type))
-        rank = len(result_type.dims)
-        slices = definition.output_slices or ()
-        if len(slices) > rank:
-            raise DSLTypeError(
-                f"domain= of {operator.name!r} has {len(slices)} slice(s) but its output has "
-                f"{rank} dimension(s)"
-            )
-        outputs.append(OutputTarget(name, (*slices, *((None, None),) * (rank - len(slices)))))
-    args = tuple(Ref(p.name) for p in operator.params)
-    call = OperatorCall(operator, args, loc=operator.loc)
-    stencil = Stencil((), (call,), tuple(outputs), operator.name, loc=operator.loc)
-    return ProgramIR(operator.name, tuple(params), (stencil,), loc=operator.loc)

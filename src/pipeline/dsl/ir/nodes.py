@@ -96,7 +96,8 @@ class Literal:
 
 @attrs.frozen
 class UnaryOp:
-    """``op`` is one of ``-``, ``+``, ``~``."""
+    """``op`` is one of ``-``, ``+``, ``~`` (and ``not`` before typing, which makes it ``~``
+    of a bool scalar)."""
 
     op: str
     operand: Expr

@@ -36,6 +36,29 @@ def _error(message: str, loc: ir.SourceLocation | None) -> DSLError:
     return DSLTypeError.at(loc, message)
 
 
+def _logical_not(expr: ir.UnaryOp, operand: ir.Expr) -> ir.UnaryOp:
+    """``not x`` of a bool scalar: ``~x`` (on a bool, logical); on anything else an error
+    that says what to write instead.
+
+    Raises:
+        DSLTypeError: ``x`` is a field, or a scalar of another dtype.
+    """
+    t = operand.type
+    assert t is not None
+    if isinstance(t, FieldType):
+        raise _error(
+            "`not` is not supported on fields (a field has no single truth value); use ~ "
+            "for a boolean field, or where(c, a, b)",
+            expr.loc,
+        )
+    if t.dtype != bool_:
+        raise _error(
+            f"`not` takes a bool scalar, got {t.dtype}; compare it (x == 0) for its truth",
+            expr.loc,
+        )
+    return attrs.evolve(expr, op="~", operand=operand, type=t)
+
+
 def _dtype(t: ir.Type) -> np.dtype[Any]:
     return t.dtype
 
@@ -124,6 +147,8 @@ class _Typer:
                 operand_type = typed.type
                 assert operand_type is not None
                 t = operand_type
+                if op == "not":
+                    return _logical_not(expr, typed)
                 if op == "~" and t.dtype != bool_:
                     raise _error(f"~ needs a boolean operand, got {t.dtype}", expr.loc)
                 if op in "-+" and t.dtype == bool_:
