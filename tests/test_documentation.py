@@ -125,3 +125,20 @@ def test_every_rule_of_the_backend_contract_names_cases_that_exist() -> None:
     assert len(named) >= 25  # the number rules and the sections' lists
     missing = named - {case.name for case in CASES}
     assert not missing, f"docs/backend-contract.md names cases the corpus lacks: {missing}"
+
+
+#: A line that only an unresolved merge leaves behind.
+_CONFLICT_MARKER = re.compile(r"^(<{7}|>{7}) ", re.MULTILINE)
+_TEXT_SUFFIXES = {".md", ".rst", ".py", ".toml", ".cfg", ".txt", ".sh", ".c", ".h", ".cu", ".yml"}
+
+
+def test_no_file_of_the_checkout_holds_an_unresolved_merge() -> None:
+    """A merge once left its conflict markers in the README, and every test still passed."""
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        parts = set(path.relative_to(ROOT).parts)
+        if path.suffix not in _TEXT_SUFFIXES or parts & {".git", ".venv", "build", ".eggs"}:
+            continue
+        if path.is_file() and _CONFLICT_MARKER.search(path.read_text(errors="replace")):
+            found.append(str(path.relative_to(ROOT)))
+    assert not found, f"unresolved merge conflict markers in: {', '.join(found)}"

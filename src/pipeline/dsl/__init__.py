@@ -13,7 +13,8 @@ Cartesian stencils over named dimensions, run as plain Python on an array namesp
         return -4.0 * f + f(I + 1) + f(I - 1) + f(J + 1) + f(J - 1)
 
 The map: types and builtins (``types``, ``builtins``, ``regions``); the decorators and the
-program objects (``programs``); the frontend, ``ConcreteDefinition`` ->
+objects they make (``definitions``: what all share; ``programs``, with static arguments in
+``static_arguments``; ``operators``, called directly through ``direct``); the frontend, ``ConcreteDefinition`` ->
 ``CompilableProgram`` (``frontend``: parsing, then the IR passes of ``passes`` over the IR of
 ``ir``); the argument checks (``arguments``), located arrays and their calls (``located``,
 ``located_calls``) and how calls are dispatched (``calls``); the
@@ -28,14 +29,8 @@ from pipeline.dsl.builtins import *  # noqa: F403  (the builtins, as builtins.__
 from pipeline.dsl.errors import DomainError, DSLError, DSLNameError, DSLSyntaxError, DSLTypeError
 from pipeline.dsl.frontend.step import shared_frontend
 from pipeline.dsl.located import LocatedArray, located
-from pipeline.dsl.programs import (
-    FieldOperator,
-    Program,
-    ScanOperator,
-    field_operator,
-    program,
-    scan_operator,
-)
+from pipeline.dsl.operators import FieldOperator, ScanOperator, field_operator, scan_operator
+from pipeline.dsl.programs import Program, program
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType
 

@@ -1,4 +1,4 @@
-"""Program and field-operator objects: the user's handle on a definition and a backend.
+"""Program objects: the user's handle on a program's definition and a backend.
 
 ``Program.__call__`` is the top of the data's walk: it tries the fast entry of the last
 signature, else hands the bound arguments to the program's ``Dispatcher`` (``dispatch.py``),
@@ -13,210 +13,28 @@ import inspect
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from types import MappingProxyType
-from typing import Any, TypeVar, cast, overload
+from typing import Any, TypeVar, overload
 
 import attrs
 
 from pipeline import metrics
-from pipeline.dispatch import DispatchBackend, Dispatcher, bind_arguments, user_facing
-from pipeline.dsl.calls import STENCIL_CALLS
-from pipeline.dsl.default_backend import DEFAULT, check_backend, resolve_backend
-from pipeline.dsl.direct import direct_domain, scan_call
-from pipeline.dsl.evaluation import (
-    current_output_domain,
-    embedded_evaluation,
-    evaluate_per_domain,
-    evaluating_embedded,
-    flattened,
-    in_domain,
-    output_domain,
-    per_output,
-)
-from pipeline.dsl.frontend.annotations import parameter_nesting
-from pipeline.dsl.frontend.operators import parse_scan_operator
-from pipeline.dsl.frontend.source import captured_values, with_captured_globals
+from pipeline.dispatch import bind_arguments
+from pipeline.dsl.default_backend import DEFAULT
+from pipeline.dsl.definitions import Definition
 from pipeline.dsl.located_calls import call_with_located, has_located, located_variant
-from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.dsl.static_arguments import (
     StaticVariants,
     check_static_params,
     refuse_other_shapes,
     static_names,
 )
-from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
-from pipeline.dsl.types import Dimension, Named, record_of
-from pipeline.errors import SourceError
+from pipeline.dsl.tuple_arguments import flatten_arguments
 from pipeline.staged import Lowered
 
-__all__ = [
-    "FieldOperator",
-    "Program",
-    "ScanOperator",
-    "field_operator",
-    "program",
-    "scan_operator",
-]
+__all__ = ["Program", "program"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@attrs.frozen(eq=False)
-class _Definition:
-    """Common part of programs and field operators."""
-
-    function: Callable[..., Any]
-    backend: DispatchBackend = attrs.field(
-        default=cast(DispatchBackend, DEFAULT),
-        converter=resolve_backend,
-        validator=check_backend,
-        kw_only=True,
-    )
-    # Made after the backend is validated (see __attrs_post_init__).
-    _dispatcher: Dispatcher[ProgramDefinition, CompilableProgram] = attrs.field(
-        init=False, repr=False
-    )
-    _definition: list[ProgramDefinition] = attrs.field(factory=list, init=False, repr=False)
-    # The function run when called on embedded fields, with the globals captured on first
-    # use (see ``with_captured_globals``).
-    _frozen: list[Any] = attrs.field(factory=list, init=False, repr=False)
-    # The frontend's parameter names, kept from the first frontend output this object sees:
-    # keywords are bound by them without running the frontend step at every call.
-    _parameter_names: list[tuple[str, ...]] = attrs.field(factory=list, init=False, repr=False)
-    # The parameters' nesting from their annotations, kept once read: None for a program
-    # without tuple parameters, whose arguments go to the executable as they are.
-    _nesting: list[Nesting | None] = attrs.field(factory=list, init=False, repr=False)
-    # Set once the nesting is read and has no tuple: a call's arguments are the executable's.
-    _leaves_as_given: bool = attrs.field(default=False, init=False, repr=False)
-
-    kind = "program"
-
-    def __attrs_post_init__(self) -> None:
-        dispatcher = Dispatcher(self.backend, STENCIL_CALLS, self.metrics_key)
-        object.__setattr__(self, "_dispatcher", dispatcher)
-
-    @property
-    def name(self) -> str:
-        """The function's name."""
-        return self.function.__name__
-
-    @property
-    def dispatcher(self) -> Dispatcher[ProgramDefinition, CompilableProgram]:
-        """The program's table of compiled signatures (``pipeline.dispatch``)."""
-        return self._dispatcher
-
-    @property
-    def metrics_key(self) -> str:
-        """Where this program's metrics are kept: ``"<name>@<backend name>"``."""
-        return f"{self.name}@{self.backend.name}"
-
-    @property
-    def definition(self) -> ProgramDefinition:
-        """The definition, with the global and closure values its body uses."""
-        if not self._definition:
-            captured = captured_values(self.function)
-            self._definition.append(
-                ProgramDefinition(
-                    self.function,
-                    self.kind,
-                    captured,
-                    scan=self._scan_settings(),
-                    bound=self._bound_values(),
-                    static_shapes=self._static_shapes(),
-                )
-            )
-        return self._definition[0]
-
-    def _scan_settings(self) -> ScanSettings | None:
-        return None
-
-    def _bound_values(self) -> Mapping[str, Any]:
-        return {}
-
-    def _static_shapes(self) -> Mapping[str, tuple[int, ...]]:
-        return {}
-
-    def _takes_calls_as_given(self) -> bool:
-        """Whether the fast entries may take the calls (a program with static parameters
-        hands its calls to a variant instead)."""
-        return True
-
-    def _embedded_function(self) -> Any:
-        """The function run on embedded fields, with the globals captured on first use."""
-        if not self._frozen:
-            definition = self.definition
-            self._frozen.append(
-                with_captured_globals(definition.function, dict(definition.captured))
-            )
-        return self._frozen[0]
-
-    @property
-    def __field_allocator__(self) -> Any:
-        """The backend's allocator, so that ``allocators.zeros(..., allocator=prog)`` works."""
-        return self.backend.__field_allocator__  # type: ignore[attr-defined]
-
-    def __fingerprint__(self) -> object:
-        return self.definition
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return self
-
-    def with_backend(self, backend: DispatchBackend) -> Any:
-        """The same definition on another backend (a new object; ``self`` is unchanged)."""
-        return attrs.evolve(self, backend=backend)
-
-    def frontend(self) -> CompilableProgram:
-        """The frontend's output: typed, inlined IR with extents (``str(...ir)`` prints it).
-
-        The backend pipeline's frontend makes it, the same one that compiles, checks
-        arguments and binds keywords.
-
-        Raises:
-            DSLError: the definition is not valid DSL (located in the user's source).
-        """
-        return self._remembered(self._dispatcher.frontend(self.definition))
-
-    def _remembered(self, program: CompilableProgram) -> CompilableProgram:
-        if not self._parameter_names:
-            # Keywords bind parameters as written: a tuple parameter by its own name.
-            self._parameter_names.append(tuple(name for name, _ in program.ir.written))
-        return program
-
-    def _tuple_nesting(self) -> Nesting | None:
-        """The parameters' nesting if any is a tuple, else None (read once)."""
-        if not self._nesting:
-            try:
-                bound = self._bound_values()
-                nesting = tuple(
-                    item for item in parameter_nesting(self.function) if item[0] not in bound
-                )
-            except (SourceError, NameError):
-                return None  # the frontend reports the annotation, located
-            self._nesting.append(nesting if has_tuples(nesting) else None)
-            as_given = self._nesting[0] is None and self._takes_calls_as_given()
-            object.__setattr__(self, "_leaves_as_given", as_given)
-        return self._nesting[0]
-
-    def _leaves(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """``args`` as the executables take them: a tuple argument's leaves one by one.
-
-        Raises:
-            ArgumentError: a tuple argument not nested as its parameter's annotation.
-        """
-        nesting = self._tuple_nesting()
-        return args if nesting is None else flatten_arguments(self.name, nesting, args)
-
-    def _parameters(self) -> tuple[str, ...]:
-        """The frontend's parameter names (the frontend runs on the first use only)."""
-        if not self._parameter_names:
-            self.frontend()
-        return self._parameter_names[0]
-
-    def _lower(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        lowered = Lowered.of(self._dispatcher, definition, self._leaves(args) if args else args)
-        self._remembered(lowered.program)
-        return lowered
 
 
 def _frozen(values: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -224,7 +42,7 @@ def _frozen(values: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 @attrs.frozen(eq=False)
-class Program(_Definition):
+class Program(Definition):
     """A ``@program``: a sequence of field-operator calls over its arguments.
 
     Call it with arrays of the backend's device (and Python numbers for scalar parameters),
@@ -392,210 +210,6 @@ class Program(_Definition):
 
         bound = self._bind(args, kwargs) if kwargs else args
         return compile_in_background(self, self._leaves(bound) if bound else bound, executor)
-
-
-@attrs.frozen(eq=False)
-class FieldOperator(_Definition):
-    """A ``@field_operator``: a stencil over fields, callable from programs and directly.
-
-    Called inside a program or another field operator it is inlined (compiled) or evaluated
-    on fields (embedded). Called directly with arrays, it needs ``out=`` (an array or tuple)
-    and optionally ``domain=`` (a tuple of slices of the output, a dict of absolute bounds
-    ``{I: (lo, hi)}``, or one such dict per output, nested like ``out=``), and runs on its
-    backend.
-    """
-
-    kind = "field_operator"
-
-    def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        if embedded_evaluation() or any(
-            hasattr(a, "__dsl_builtin__")
-            for a in (*flattened(args), *flattened(tuple(kwargs.values())), *flattened(out))
-        ):
-            if per_output(domain):
-                function = self._embedded_function()
-                return evaluate_per_domain(self.name, function, args, kwargs, out, domain)
-            return self._evaluate_embedded(args, kwargs, in_domain(out, domain))
-        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
-
-    def lower(
-        self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
-    ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        """Frontend and translation of the direct call ``self(*args, out=out, domain=domain,
-        **kwargs)`` on arrays (``.ir``, ``.as_text()``); ``.compile()`` finishes the walk.
-
-        Raises:
-            TypeError, ArgumentError: as the direct call would.
-            DSLError: the definition is not valid DSL.
-        """
-        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
-
-    def _direct_call(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
-    ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
-        """The definition of a direct call's program, and the arguments of its executables."""
-        if out is None:
-            raise TypeError(
-                f"calling field operator {self.name!r} directly needs out=<array> (or a tuple "
-                "of arrays), and optionally domain= for the output domain: slices, "
-                "{I: (lo, hi)}, or one such dict per output"
-            )
-        outputs = flattened(out)
-        definition = self.definition
-        if domain is not None:
-            definition = attrs.evolve(definition, **direct_domain(self.name, domain, outputs))
-        # Tuple parameters are one parameter per component (t__0, t__1, ...).
-        args = flattened(args)
-        if kwargs:
-            flat: dict[str, Any] = {}
-            for key, value in kwargs.items():
-                if isinstance(value, tuple) or record_of(type(value)) is not None:
-                    flat.update({f"{key}__{i}": v for i, v in enumerate(flattened(value))})
-                else:
-                    flat[key] = value
-            names = [n for n in self._parameters() if not n.startswith("__out")]
-            args = bind_arguments(self.name, names, args, flat)
-        return definition, (*args, *outputs)
-
-    def _evaluate_embedded(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
-        outputs = flattened(out)
-        with evaluating_embedded(), output_domain(outputs):
-            result = self._embedded_function()(*args, **kwargs)
-        if out is None:
-            return result
-        results = flattened(result)
-        if len(outputs) != len(results):
-            raise TypeError(
-                f"{self.name!r} returns {len(results)} field(s) but out= gives {len(outputs)}"
-            )
-        for target, value in zip(outputs, results, strict=True):
-            target.__dsl_assign__(value)
-        return None
-
-
-@attrs.frozen(eq=False)
-class ScanOperator(_Definition):
-    """A ``@scan_operator``: ``(carry, *point values) -> new carry``, swept along an axis.
-
-    Called from a field operator or a program (with ``out=``) on fields, it returns the carry
-    at every point of the output domain: the first point along the axis (the last, swept
-    backward) gets ``function(init, *values there)``, each next one the function of the
-    previous carry. A tuple ``init`` makes a tuple carry and a tuple of results.
-
-    Called directly with arrays, as a field operator is, it needs ``out=`` (an array, or a
-    tuple of arrays for a tuple carry) and optionally ``domain=``, and runs on its backend
-    as a program of one call. Plain arrays name no dimensions: the scan's axis is the last
-    axis of every array, and an array of fewer dimensions than ``out=`` takes its last ones
-    (NumPy's broadcasting).
-    """
-
-    settings: ScanSettings = attrs.field(kw_only=True)
-
-    kind = "scan_operator"
-
-    def _scan_settings(self) -> ScanSettings:
-        return self.settings
-
-    def frontend(self) -> CompilableProgram:
-        """A scan operator has no program of its own: it is compiled inside the field
-        operator or program that calls it, whose ``frontend()`` shows it; a direct call's
-        program depends on its arrays' ranks, and ``lower(arrays..., out=...)`` shows it.
-
-        Raises:
-            DSLError: the scan's definition is not valid DSL (located in the user's source).
-            TypeError: otherwise, saying so.
-        """
-        try:
-            parse_scan_operator(self.definition)
-        except SourceError as error:
-            raise user_facing(error) from None
-        raise TypeError(
-            f"scan operator {self.name!r} has no program of its own: it is compiled inside "
-            "the field operator or program that calls it; call frontend() on that one, or "
-            f"{self.name}.lower(arrays..., out=...) for the program of a direct call"
-        )
-
-    def __call__(self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any) -> Any:
-        values = (*args, *kwargs.values())
-        fields = [v for v in values if hasattr(v, "__dsl_scan__")]
-        if not fields:
-            if embedded_evaluation():
-                raise TypeError(
-                    f"scan operator {self.name!r} runs on fields: pass it at least one field"
-                )
-            return self._call_directly(args, kwargs, out, domain)
-        out = in_domain(out, domain)
-        bound = inspect.signature(self.function).bind(None, *args, **kwargs)
-        point_values = tuple(bound.arguments.values())[1:]
-        outputs = flattened(out)
-        with evaluating_embedded(), output_domain(outputs):
-            result = fields[0].__dsl_scan__(
-                self._embedded_function(), self.settings, point_values, current_output_domain()
-            )
-        if out is None:
-            return result
-        for target, value in zip(outputs, flattened(result), strict=True):
-            target.__dsl_assign__(value)
-        return None
-
-    def _call_directly(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
-    ) -> Any:
-        """A call from Python on arrays: a program of this one call, on the operator's backend
-        (compiled once per ranks and domain, checked as any program's call)."""
-        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
-
-    def lower(
-        self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
-    ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        """Frontend and translation of the direct call ``self(*args, out=out, domain=domain,
-        **kwargs)`` on arrays: the program of that one call (``.ir``, ``.as_text()``);
-        ``.compile()`` finishes the walk.
-
-        Raises:
-            TypeError, ArgumentError: as the direct call would.
-            DSLError: the definition is not valid DSL.
-        """
-        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
-
-    def _direct_call(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
-    ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
-        changes, leaves = scan_call(self.name, self.function, self.settings, args, kwargs, out)
-        changes.update(direct_domain(self.name, domain, flattened(out)))
-        return attrs.evolve(self.definition, **changes), leaves
-
-
-def scan_operator(
-    *, axis: Dimension, forward: bool = True, init: Any, backend: Any = DEFAULT
-) -> Callable[[F], ScanOperator]:
-    """Declare a scan operator: ``@scan_operator(axis=K, forward=True, init=0.0)``.
-
-    The function takes the carry (a scalar, or a tuple of scalars for a tuple ``init``, or
-    a dataclass or NamedTuple of scalars for an ``init`` of that class) and one value per
-    point argument, annotated with dtypes, and returns the new carry.
-
-    Raises:
-        TypeError: ``axis`` is not a Dimension.
-    """
-    if not isinstance(axis, Dimension):
-        raise TypeError(f"scan_operator(axis=...) takes a Dimension, got {axis!r}")
-    record = record_of(type(init))
-    if record is not None:  # a named collection is a tuple with field names (ADR 0023)
-        init = Named(record.values(init), record)
-    settings = ScanSettings(axis.name, bool(forward), init)
-    return lambda f: ScanOperator(f, backend=backend, settings=settings)
-
-
-@overload
-def field_operator(function: F, /) -> FieldOperator: ...
-@overload
-def field_operator(*, backend: Any = ...) -> Callable[[F], FieldOperator]: ...
-def field_operator(function: Any = None, /, *, backend: Any = DEFAULT) -> Any:
-    """Declare a field operator (``@field_operator`` or ``@field_operator(backend=...)``)."""
-    if function is None:
-        return lambda f: FieldOperator(f, backend=backend)
-    return FieldOperator(function, backend=backend)
 
 
 @overload
