@@ -35,7 +35,7 @@ from pipeline.dsl.programs import (
     scan_operator,
 )
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
-from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType
+from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType, staggered
 
 __all__ = [
     "CompilableProgram",
@@ -57,5 +57,6 @@ __all__ = [
     "program",
     "scan_operator",
     "shared_frontend",
+    "staggered",
 ]
 __all__ += builtins.__all__

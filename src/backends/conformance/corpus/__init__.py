@@ -8,7 +8,8 @@ both ways, each dtype, scalar parameters of several dtypes, literals typed like 
 scalars, locals and shifted locals, inlined calls, tuple returns and parameters (of programs
 too), ``where``, ``concat_where``, ``astype`` and ``a if c else b`` of tuples, named
 collections (dataclasses and NamedTuples), fields of fewer dimensions broadcast against 3D
-ones, multi-call programs with temporaries, out slices and ``domain=`` (one per output too),
+ones, staggered dimensions (fields at cell edges and half shifts), multi-call programs
+with temporaries, out slices and ``domain=`` (one per output too),
 scans, boundary conditions, 0-D fields, and the reference workloads ``laplacian`` and
 ``hdiff``. The cases are grouped by :class:`Feature`, one module of features each;
 :data:`FEATURES` lists them in a fixed order.
@@ -30,6 +31,7 @@ from backends.conformance.corpus import (
     scalars,
     scans,
     semantics,
+    staggered,
     tuple_choices,
     tuples,
 )
@@ -109,6 +111,7 @@ FEATURES: tuple[Feature, ...] = (
     domains.BROADCASTING,
     domains.SHIFTS_AND_DOMAINS,
     domains.BOUNDARY_CONDITIONS,
+    staggered.STAGGERED_DIMENSIONS,
     scans.SCANS,
 )
 
