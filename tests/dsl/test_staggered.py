@@ -317,7 +317,7 @@ def test_edges_past_the_cells_are_a_missing_halo(dsl_backend, to_backend_array):
         to_edges_above(a, out=out)
 
     a, out = np.zeros(N), np.zeros(N + 1)
-    with pytest.raises(DomainError, match="'a'") as caught:
+    with pytest.raises(DomainError, match=r"field 'a' is too small along I .*missing halo: 1 "
+                                          r"at the upper end"):
         all_edges(to_backend_array(a, dsl_backend), to_backend_array(out, dsl_backend))
-    assert "I" in str(caught.value)
-    program_(to_backend_array(a, dsl_backend), to_backend_array(out, dsl_backend))
+    program_(to_backend_array(a, dsl_backend), to_backend_array(out, dsl_backend))  # edges[:N]

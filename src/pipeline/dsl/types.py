@@ -1,8 +1,10 @@
 """The DSL's type vocabulary: dimensions, offsets, dtypes, field types and named collections.
 
-``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``. A dataclass or
-``typing.NamedTuple`` of fields and scalars is a tuple with field names: its ``Record``
-(the class and its fields in declaration order) rides on a ``Named`` tuple.
+``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``;
+``staggered(I)`` is I's staggered counterpart (the cell edges, ADR 0027) and ``IHalf + 0.5``
+a half shift. A dataclass or ``typing.NamedTuple`` of fields and scalars is a tuple with
+field names: its ``Record`` (the class and its fields in declaration order) rides on a
+``Named`` tuple.
 """
 
 from __future__ import annotations

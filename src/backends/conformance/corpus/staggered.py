@@ -1,8 +1,9 @@
 """Staggered dimensions (ADR 0027): fields at cell edges (``IHalf = staggered(I)``) beside
 fields at cells, and the half shifts between them: interpolation to edges, a flux
-divergence back to cells, vertical interfaces (``KHalf``), a shifted expression, an edge
-field of fewer dimensions broadcast, and a program passing an edge field from one call to
-the next. An edge array has one point more than a cell array along the staggered axis.
+divergence back to cells, vertical interfaces (``KHalf``), a shifted expression and a
+shifted call, an edge field of fewer dimensions broadcast, and a program passing an edge
+field from one call to the next. An edge array has one point more than a cell array along
+the staggered axis.
 
 Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
 annotations``, since the DSL reads the annotations.
@@ -125,3 +126,26 @@ def edge_temporary_reference(a, gradient, out):
 STAGGERED_DIMENSIONS.add("staggered_edge_temporary", edge_temporary,
     arguments(a=F(), gradient=OUT(shape=I_EDGES), out=OUT()), edge_temporary_reference,
     outputs=("gradient", "out"))
+
+
+@field_operator
+def _doubled(a: IJK) -> IJK:
+    return 2.0 * a
+
+
+@field_operator
+def _edges_of_a_call(a: IJK) -> EDGES_I:
+    return _doubled(a)(IHalf + 0.5) - a(IHalf - 0.5)  # the call's result moves to the edges
+
+
+@program
+def shifted_call(a: IJK, out: EDGES_I):
+    _edges_of_a_call(a, out=out[1:N_I, :, :])
+
+
+def shifted_call_reference(a, out):
+    out[1:N_I] = 2.0 * a[1:] - a[:-1]
+
+
+STAGGERED_DIMENSIONS.add("staggered_shifted_call", shifted_call,
+    arguments(a=F(), out=OUT(shape=I_EDGES)), shifted_call_reference)
