@@ -32,7 +32,7 @@ from pipeline.dsl.located import LocatedArray, located
 from pipeline.dsl.operators import FieldOperator, ScanOperator, field_operator, scan_operator
 from pipeline.dsl.programs import Program, program
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
-from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType
+from pipeline.dsl.types import Dimension, Field, FieldType, ScalarType, staggered
 
 __all__ = [
     "CompilableProgram",
@@ -56,5 +56,6 @@ __all__ = [
     "program",
     "scan_operator",
     "shared_frontend",
+    "staggered",
 ]
 __all__ += builtins.__all__

@@ -1,8 +1,10 @@
 """The DSL's type vocabulary: dimensions, offsets, dtypes, field types and named collections.
 
-``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``. A dataclass or
-``typing.NamedTuple`` of fields and scalars is a tuple with field names: its ``Record``
-(the class and its fields in declaration order) rides on a ``Named`` tuple.
+``Field[[I, J, K], float64]`` is a ``FieldType``; ``I + 1`` is an ``Offset``;
+``staggered(I)`` is I's staggered counterpart (the cell edges, ADR 0027) and ``IHalf + 0.5``
+a half shift. A dataclass or ``typing.NamedTuple`` of fields and scalars is a tuple with
+field names: its ``Record`` (the class and its fields in declaration order) rides on a
+``Named`` tuple.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "int32",
     "int64",
     "record_of",
+    "staggered",
 ]
 
 float32 = np.dtype("float32")
@@ -64,23 +67,34 @@ class Dimension:
     """A named axis of a Cartesian grid. ``I + 1`` is the offset +1 along ``I``.
 
     Compared with an integer it is a condition on indices, for ``concat_where``: ``K == 0``,
-    ``I < n`` (a ``pipeline.dsl.regions.Region``). Dimensions compare equal by name.
+    ``I < n`` (a ``pipeline.dsl.regions.Region``). Dimensions compare equal by name and
+    staggering.
+
+    ``staggered(I)`` (``is_staggered``) is I's staggered counterpart, the cell edges: its
+    point ``j`` sits half a cell below ``I``'s point ``j`` (ADR 0027). Both share ``name``,
+    the array axis: a shift by a half-integer (``I + 0.5``) moves between them.
     """
 
     name: str
+    is_staggered: bool = attrs.field(default=False, kw_only=True)
+
+    @property
+    def counterpart(self) -> Dimension:
+        """The staggered counterpart of an unstaggered dimension, and the other way round."""
+        return Dimension(self.name, is_staggered=not self.is_staggered)
 
     def __eq__(self, other: object) -> Any:
         if isinstance(other, Dimension):
-            return self.name == other.name
+            return self.name == other.name and self.is_staggered == other.is_staggered
         return self._compare("==", other)
 
     def __ne__(self, other: object) -> Any:
         if isinstance(other, Dimension):
-            return self.name != other.name
+            return not (self.name == other.name and self.is_staggered == other.is_staggered)
         return self._compare("!=", other)
 
     def __hash__(self) -> int:
-        return hash(("Dimension", self.name))
+        return hash(("Dimension", self.name, self.is_staggered))
 
     def __lt__(self, other: object) -> Any:
         return self._compare("<", other)
@@ -99,35 +113,91 @@ class Dimension:
             return NotImplemented
         return compare(self.name, op, Bound(int(other)))
 
-    def __add__(self, value: int) -> Offset:
-        return Offset(self, _check_offset(value))
+    def __add__(self, value: float) -> Offset:
+        return Offset.written(self, _check_offset(value))
 
-    def __sub__(self, value: int) -> Offset:
-        return Offset(self, -_check_offset(value))
+    def __sub__(self, value: float) -> Offset:
+        return Offset.written(self, -_check_offset(value))
 
     def __repr__(self) -> str:
-        return f"Dimension({self.name!r})"
+        own = f"Dimension({self.name!r})"
+        return f"staggered({own})" if self.is_staggered else own
 
     def __str__(self) -> str:
-        return self.name
+        return f"{self.name}Half" if self.is_staggered else self.name
 
 
-def _check_offset(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"an offset must be an integer, got {value!r}")
-    return int(value)
+def staggered(dimension: Dimension) -> Dimension:
+    """The staggered counterpart of ``dimension``: ``IHalf = staggered(I)``.
+
+    ``IHalf``'s point ``j`` is the edge half a cell below ``I``'s point ``j``; a field over
+    ``IHalf`` is an array of its own along ``I``'s axis (``n + 1`` edges beside ``n`` cells).
+
+    Raises:
+        TypeError: ``dimension`` is not a ``Dimension``, or is staggered already (its
+            counterpart is ``dimension.counterpart``).
+    """
+    if not isinstance(dimension, Dimension):
+        raise TypeError(f"staggered() takes a Dimension, got {dimension!r}")
+    if dimension.is_staggered:
+        raise TypeError(
+            f"{dimension} is staggered already; its unstaggered counterpart is "
+            f"{dimension}.counterpart (Dimension({dimension.name!r}))"
+        )
+    return dimension.counterpart
+
+
+def _check_offset(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"an offset must be an integer or a half-integer, got {value!r}")
+    if isinstance(value, int | np.integer) or float(value) % 1 == 0:
+        return int(value)
+    if float(value) % 1 != 0.5:
+        raise TypeError(
+            f"a shift moves by a whole number of points (I + 1) or by a half between a "
+            f"dimension and its staggered counterpart (IHalf + 0.5), not by {value!r}"
+        )
+    return float(value)
 
 
 @attrs.frozen
 class Offset:
-    """A shift by ``value`` points along ``dimension``."""
+    """A shift along ``dimension``: ``value`` points on its array axis.
+
+    A half-integer shift (``half``) moves between ``dimension`` and its counterpart: it reads
+    a field over ``source`` (``dimension.counterpart``) and gives one over ``dimension``.
+    ``value`` is then the array offset of that read, since a staggered point ``j`` sits half
+    a cell below the unstaggered ``j``: ``IHalf + 0.5`` reads ``I`` at ``j`` (value 0),
+    ``I + 0.5`` reads ``IHalf`` at ``j + 1`` (value 1).
+    """
 
     dimension: Dimension
     value: int
+    half: bool = False
+
+    @classmethod
+    def written(cls, dimension: Dimension, amount: float) -> Offset:
+        """The offset written ``dimension + amount`` (an integer or a half-integer)."""
+        if isinstance(amount, int):
+            return cls(dimension, amount)
+        whole = int(amount // 1)
+        return cls(dimension, whole + (0 if dimension.is_staggered else 1), half=True)
+
+    @property
+    def source(self) -> Dimension:
+        """The dimension a field must have to be shifted by this offset."""
+        return self.dimension.counterpart if self.half else self.dimension
+
+    @property
+    def amount(self) -> float:
+        """The shift as written: ``0.5`` for ``IHalf + 0.5``."""
+        if not self.half:
+            return self.value
+        return self.value + (0.5 if self.dimension.is_staggered else -0.5)
 
     def __str__(self) -> str:
-        sign = "+" if self.value >= 0 else "-"
-        return f"{self.dimension.name} {sign} {abs(self.value)}"
+        sign = "+" if self.amount >= 0 else "-"
+        return f"{self.dimension} {sign} {abs(self.amount)}"
 
 
 @attrs.frozen
@@ -150,10 +220,11 @@ class FieldType:
 
     @property
     def dim_names(self) -> tuple[str, ...]:
+        """The array axes' names (a staggered dimension shares its counterpart's)."""
         return tuple(d.name for d in self.dims)
 
     def __str__(self) -> str:
-        return f"Field[[{', '.join(self.dim_names)}], {self.dtype}]"
+        return f"Field[[{', '.join(str(d) for d in self.dims)}], {self.dtype}]"
 
 
 class _FieldFactory:
@@ -165,8 +236,15 @@ class _FieldFactory:
         dims, dtype = item
         if not isinstance(dims, list | tuple) or not all(isinstance(d, Dimension) for d in dims):
             raise TypeError(f"Field[...] needs a list of Dimensions first, got {dims!r}")
-        if len({d.name for d in dims}) != len(dims):
+        if len(set(dims)) != len(dims):
             raise TypeError(f"Field[...] has a repeated dimension: {dims!r}")
+        both = next((d for d in dims if d.counterpart in dims and not d.is_staggered), None)
+        if both is not None:
+            raise TypeError(
+                f"Field[...] has both {both} and its staggered counterpart {both.counterpart}: "
+                "they are different grid locations (cells and their edges) on one array "
+                f"axis; a field is over one of them (move between them with {both} + 0.5)"
+            )
         resolved = as_dtype(dtype)
         if resolved is None:
             names = ", ".join(str(d) for d in DTYPES)

@@ -8,7 +8,8 @@ math builtin, ``astype`` both ways, each dtype, scalar parameters of several dty
 typed like NumPy 2 weak scalars, locals and shifted locals, inlined calls, tuple returns and
 parameters (of programs too), ``where``, ``concat_where``, ``astype``, dtype conversions and
 ``a if c else b`` of tuples, named collections (dataclasses and NamedTuples), fields of fewer
-dimensions broadcast against 3D ones, multi-call programs with temporaries, out slices and
+dimensions broadcast against 3D ones, staggered dimensions (fields at cell edges and half
+shifts), multi-call programs with temporaries, out slices and
 ``domain=`` (one per output too), located arrays (element 0 not at index 0), scans (called
 directly too, collections as carries), boundary conditions, 0-D fields, bound arguments, static
 parameters and static domains, and the reference workloads ``laplacian`` and ``hdiff``. The
@@ -36,6 +37,7 @@ from backends.conformance.corpus import (
     scan_collections,
     scans,
     semantics,
+    staggered,
     static_arguments,
     tuple_choices,
     tuples,
@@ -118,6 +120,7 @@ FEATURES: tuple[Feature, ...] = (
     domains.BROADCASTING,
     domains.SHIFTS_AND_DOMAINS,
     domains.BOUNDARY_CONDITIONS,
+    staggered.STAGGERED_DIMENSIONS,
     scans.SCANS,
     located_arrays.LOCATED_ARRAYS,
     direct_calls.DIRECT_CALLS,

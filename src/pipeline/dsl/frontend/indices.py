@@ -83,27 +83,36 @@ def bound(names: NameResolver, node: ast.expr) -> Bound:
     )
 
 
-def offsets(names: NameResolver, node: ast.Call) -> tuple[tuple[str, int], ...]:
-    """The offsets of a shift ``f(I + 1, J - 2)``: (dimension, amount) sorted by dimension,
-    zero amounts left out.
+def offsets(names: NameResolver, node: ast.Call) -> tuple[Offset, ...]:
+    """The offsets of a shift ``f(I + 1, J - 2)`` or ``f(IHalf + 0.5)``, sorted by array
+    axis; zero whole-number amounts left out (a zero half shift still moves between a
+    dimension and its staggered counterpart).
 
     Raises:
-        DSLSyntaxError: keywords, no offset, a dimension shifted twice, a non-offset.
+        DSLSyntaxError: keywords, no offset, an axis shifted twice, a non-offset.
+        DSLTypeError: an amount neither whole nor half (``I + 0.25``).
     """
     if node.keywords:
         raise names.error(DSLSyntaxError, "a shift takes offsets like I + 1, not keywords", node)
     if not node.args:
         raise names.error(DSLSyntaxError, "a shift needs at least one offset, like f(I + 1)", node)
-    result: dict[str, int] = {}
+    result: dict[str, Offset] = {}
     for arg in node.args:
-        dim, value = _offset(names, arg)
-        if dim in result:
-            raise names.error(DSLSyntaxError, f"dimension {dim} is shifted twice in one call", arg)
-        result[dim] = value
-    return tuple(sorted((d, v) for d, v in result.items() if v != 0)) or ()
+        offset = _offset(names, arg)
+        axis = offset.dimension.name
+        if axis in result:
+            earlier = result[axis].dimension
+            shifted = (
+                f"dimension {axis} is shifted twice"
+                if earlier == offset.dimension
+                else f"{earlier} and {offset.dimension} share one array axis and are both shifted"
+            )
+            raise names.error(DSLSyntaxError, f"{shifted} in one call", arg)
+        result[axis] = offset
+    return tuple(o for _, o in sorted(result.items()) if o.value != 0 or o.half)
 
 
-def _offset(names: NameResolver, node: ast.expr) -> tuple[str, int]:
+def _offset(names: NameResolver, node: ast.expr) -> Offset:
     value: object
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
         dim = names.resolve_constant(node.left)
@@ -111,19 +120,24 @@ def _offset(names: NameResolver, node: ast.expr) -> tuple[str, int]:
         if (
             isinstance(dim, Dimension)
             and isinstance(amount, ast.Constant)
-            and type(amount.value) is int
+            and isinstance(amount.value, int | float)
+            and not isinstance(amount.value, bool)
         ):
-            sign = 1 if isinstance(node.op, ast.Add) else -1
-            return dim.name, sign * amount.value
+            number: float = amount.value
+            try:
+                return dim + number if isinstance(node.op, ast.Add) else dim - number
+            except TypeError as error:
+                raise names.error(DSLTypeError, str(error), node) from error
         value = MISSING
     else:
         value = names.resolve_constant(node)
     if isinstance(value, Offset):
-        return value.dimension.name, value.value
+        return value
     if isinstance(value, Dimension):
-        return value.name, 0
+        return Offset(value, 0)
     raise names.error(
         DSLSyntaxError,
         f"{ast.unparse(node)!r} is not an offset; write shifts like f(I + 1, J - 2)",
         node,
     )
+

@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from pipeline.dsl.regions import Bound, Region
-from pipeline.dsl.types import FieldType, Named, ScalarType
+from pipeline.dsl.types import FieldType, Named, Offset, ScalarType
 
 __all__ = [
     "Assign",
@@ -46,6 +46,7 @@ __all__ = [
     "Ref",
     "Scan",
     "ScanOperatorIR",
+    "Shift",
     "SourceLocation",
     "Stencil",
     "Type",
@@ -178,8 +179,24 @@ class ConcatWhere:
     loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
+@attrs.frozen
+class Shift:
+    """``value`` shifted by ``offsets`` as written (``IHalf + 0.5``), for type inference only.
+
+    The frontend has already moved ``value``'s ``Ref`` leaves by the offsets' array amounts;
+    this node keeps what types need: which dimension the value must have and which it gets
+    (a half shift turns an ``I`` value into an ``IHalf`` one). The type-inference pass checks
+    it and replaces it by ``value``: no later pass, and no translation, sees it.
+    """
+
+    value: Expr
+    offsets: tuple[Offset, ...]
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
+
+
 Expr: TypeAlias = (
-    Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall | Scan | ConcatWhere
+    Ref | Literal | UnaryOp | BinaryOp | Call | Cast | OperatorCall | Scan | ConcatWhere | Shift
 )
 
 

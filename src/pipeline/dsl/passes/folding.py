@@ -15,7 +15,7 @@ import attrs
 
 from pipeline.dsl.ir.nodes import Assign, BinaryOp, Call, Expr, Literal, ProgramIR, Stencil, UnaryOp
 from pipeline.dsl.passes.traversal import map_children
-from pipeline.dsl.passes.typing_ import infer_types
+from pipeline.dsl.passes.typing_ import refill_types
 
 __all__ = ["fold_constants"]
 
@@ -115,4 +115,4 @@ def _fold_stencil(stencil: Stencil) -> Stencil:
 def fold_constants(program: ProgramIR) -> ProgramIR:
     """The constant-folding pass (a ``Step[ProgramIR, ProgramIR]``)."""
     folded = attrs.evolve(program, stencils=tuple(_fold_stencil(s) for s in program.stencils))
-    return infer_types(folded)
+    return refill_types(folded)

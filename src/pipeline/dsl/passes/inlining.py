@@ -13,7 +13,7 @@ import attrs
 
 from pipeline.dsl.ir.nodes import Assign, Expr, Literal, OperatorCall, ProgramIR, Ref, Stencil
 from pipeline.dsl.passes.traversal import map_children, substitute
-from pipeline.dsl.passes.typing_ import infer_types
+from pipeline.dsl.passes.typing_ import refill_types
 
 __all__ = ["inline_operators"]
 
@@ -85,4 +85,4 @@ def inline_operators(program: ProgramIR) -> ProgramIR:
     """The inlining pass (a ``Step[ProgramIR, ProgramIR]``): no ``OperatorCall`` remains."""
     reserved = {p.name for p in program.params}
     stencils = tuple(_inline_stencil(s, reserved) for s in program.stencils)
-    return infer_types(attrs.evolve(program, stencils=stencils))
+    return refill_types(attrs.evolve(program, stencils=stencils))

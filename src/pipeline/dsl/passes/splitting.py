@@ -18,17 +18,17 @@ import attrs
 from pipeline.dsl.errors import DSLTypeError
 from pipeline.dsl.ir.nodes import ProgramIR, Ref, Stencil
 from pipeline.dsl.passes.traversal import walk
-from pipeline.dsl.types import FieldType
+from pipeline.dsl.types import Dimension, FieldType
 
 __all__ = ["split_by_output_dimensions"]
 
 
 def _split(program: ProgramIR, stencil: Stencil) -> tuple[Stencil, ...]:
-    groups: dict[tuple[frozenset[str], object], list[int]] = {}
+    groups: dict[tuple[frozenset[Dimension], object], list[int]] = {}
     for position, target in enumerate(stencil.outputs):
         target_type = program.param(target.name).type
         assert isinstance(target_type, FieldType)
-        key = (frozenset(target_type.dim_names), target.slices)
+        key = (frozenset(target_type.dims), target.slices)  # IHalf apart from I
         groups.setdefault(key, []).append(position)
     if len(groups) == 1:
         return (stencil,)

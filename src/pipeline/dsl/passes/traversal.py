@@ -21,7 +21,7 @@ def children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
             return (left, right)
         case ir.Call(args=args) | ir.OperatorCall(args=args) | ir.Scan(args=args):
             return args
-        case ir.Cast(value=value):
+        case ir.Cast(value=value) | ir.Shift(value=value):
             return (value,)
         case ir.ConcatWhere(inside=inside, outside=outside):
             return (inside, outside)
@@ -37,7 +37,7 @@ def map_children(expr: ir.Expr, function: Callable[[ir.Expr], ir.Expr]) -> ir.Ex
             return attrs.evolve(expr, left=function(left), right=function(right))
         case ir.Call(args=args) | ir.OperatorCall(args=args) | ir.Scan(args=args):
             return attrs.evolve(expr, args=tuple(function(a) for a in args))
-        case ir.Cast(value=value):
+        case ir.Cast(value=value) | ir.Shift(value=value):
             return attrs.evolve(expr, value=function(value))
         case ir.ConcatWhere(inside=inside, outside=outside):
             return attrs.evolve(expr, inside=function(inside), outside=function(outside))

@@ -6,7 +6,9 @@ Rules (NumPy 2 style, minus implicit mixing of strong dtypes):
   a float literal keeps a float dtype and turns an integer or bool into float64;
 - ``/`` of integers is float64; comparisons give bool; ``& | ~`` need booleans;
 - math functions of integers are float64 (``floor``/``ceil``/``abs`` keep integers);
-- a field of fewer dimensions broadcasts against one of more.
+- a field of fewer dimensions broadcasts against one of more;
+- a dimension and its staggered counterpart never meet in one value; a half shift
+  (``IHalf + 0.5``) turns a value over one into a value over the other (ADR 0027).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pipeline.dsl.errors import DSLError, DSLTypeError
 from pipeline.dsl.ir import nodes as ir
 from pipeline.dsl.types import Dimension, FieldType, ScalarType, bool_, float64, int64
 
-__all__ = ["infer_types", "promote", "type_operator", "type_scan_operator"]
+__all__ = ["infer_types", "promote", "refill_types", "type_operator", "type_scan_operator"]
 
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 _COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
@@ -67,16 +69,33 @@ def _weak(t: ir.Type) -> bool:
     return isinstance(t, ScalarType) and t.weak
 
 
-def _merge_dims(types: list[ir.Type]) -> tuple[Dimension, ...] | None:
+def _merge_dims(
+    types: list[ir.Type], loc: ir.SourceLocation | None = None, strict: bool = True
+) -> tuple[Dimension, ...] | None:
     fields = [t for t in types if isinstance(t, FieldType)]
     if not fields:
         return None
     dims = list(max(fields, key=lambda f: len(f.dims)).dims)
     for f in fields:
         for d in f.dims:
+            if d.counterpart in dims and not strict:
+                continue  # refilled types: the half shifts that met them were checked
+            if d.counterpart in dims:
+                cell, edge = (d.counterpart, d) if d.is_staggered else (d, d.counterpart)
+                raise _error(
+                    f"this combines a field over {cell} with a field over {edge}: cells and "
+                    f"their edges are different points; read one at the other's points with a "
+                    f"half shift (x({edge} + 0.5) reads a field x over {cell} at the edges, "
+                    f"y({cell} + 0.5) a field y over {edge} at the cells)",
+                    loc,
+                )
             if d not in dims:
                 dims.append(d)
     return tuple(dims)
+
+
+def _dims(t: FieldType) -> str:
+    return ", ".join(str(d) for d in t.dims)
 
 
 def _make(dims: tuple[Dimension, ...] | None, dtype: np.dtype[Any], weak: bool) -> ir.Type:
@@ -114,8 +133,13 @@ def promote(
 
 
 class _Typer:
-    def __init__(self, env: Mapping[str, ir.Type]) -> None:
+    def __init__(self, env: Mapping[str, ir.Type], strict: bool = True) -> None:
         self.env = dict(env)
+        self.strict = strict
+
+    def merge(self, types: list[ir.Type], loc: ir.SourceLocation | None) -> Any:
+        """``_merge_dims`` as strict as this typer."""
+        return _merge_dims(types, loc, self.strict)
 
     def expr(self, expr: ir.Expr) -> ir.Expr:
         match expr:
@@ -137,8 +161,7 @@ class _Typer:
                 for dim, _ in offsets:
                     if dim not in t.dim_names:
                         raise _error(
-                            f"shift along {dim}, but {name!r} has dimensions "
-                            f"({', '.join(t.dim_names)})",
+                            f"shift along {dim}, but {name!r} has dimensions ({_dims(t)})",
                             expr.loc,
                         )
                 return attrs.evolve(expr, type=t)
@@ -179,11 +202,13 @@ class _Typer:
                 return self.scan(expr, tuple(self.expr(a) for a in args))
             case ir.ConcatWhere(inside=inside, outside=outside):
                 return self.concat_where(expr, self.expr(inside), self.expr(outside))
+            case ir.Shift(value=value):
+                return _shifted(expr, self.expr(value))
         raise TypeError(f"not an IR expression: {expr!r}")
 
     def concat_where(self, expr: ir.ConcatWhere, inside: ir.Expr, outside: ir.Expr) -> ir.Expr:
         assert inside.type is not None and outside.type is not None
-        dims = _merge_dims([inside.type, outside.type])
+        dims = self.merge([inside.type, outside.type], expr.loc)
         names = {d.name for d in dims or ()}
         missing = sorted(expr.region.dims - names)
         if missing:
@@ -214,7 +239,7 @@ class _Typer:
                     f"astype(x, {param.type.dtype})",
                     arg.loc or expr.loc,
                 )
-        dims = _merge_dims([a.type for a in args if a.type is not None])
+        dims = self.merge([a.type for a in args if a.type is not None], expr.loc)
         if dims is None or operator.axis not in {d.name for d in dims}:
             got = ", ".join(d.name for d in dims or ())
             raise _error(
@@ -229,7 +254,7 @@ class _Typer:
     def binary(self, expr: ir.BinaryOp, left: ir.Expr, right: ir.Expr) -> ir.Expr:
         a, b, op = left.type, right.type, expr.op
         assert a is not None and b is not None
-        dims = _merge_dims([a, b])
+        dims = self.merge([a, b], expr.loc)
         if op in _LOGICAL:
             if a.dtype != bool_ or b.dtype != bool_:
                 raise _error(f"{op} needs boolean operands, got {a.dtype} and {b.dtype}", expr.loc)
@@ -252,7 +277,7 @@ class _Typer:
         types_ = [a.type for a in args]
         assert all(t is not None for t in types_)
         name = expr.function
-        dims = _merge_dims(types_)  # type: ignore[arg-type]
+        dims = self.merge(types_, expr.loc)  # type: ignore[arg-type]
         if name == SCALAR_CHOICE:
             condition = types_[0]
             if isinstance(condition, FieldType):
@@ -329,6 +354,42 @@ class _Typer:
         return attrs.evolve(assign, value=value)
 
 
+def _shifted(shift: ir.Shift, value: ir.Expr) -> ir.Expr:
+    """The typed ``value`` (already moved) with the type ``shift`` gives it: each offset
+    needs its ``source`` dimension; a half one replaces it with its own dimension."""
+    t = value.type
+    if not isinstance(t, FieldType):
+        return value  # a scalar reads the same everywhere
+    dims = list(t.dims)
+    for offset in shift.offsets:
+        if offset.source in dims:
+            if offset.half:
+                dims[dims.index(offset.source)] = offset.dimension
+            continue
+        if offset.half:
+            raise _error(
+                f"the half shift {offset} reads a field over {offset.source} and gives one "
+                f"over {offset.dimension}, but this value is over ({_dims(t)}); shift a "
+                f"field over {offset.source}, or one over {offset.dimension} along "
+                f"{offset.dimension} by a whole number ({offset.dimension} + 1)",
+                shift.loc,
+            )
+        if offset.dimension.counterpart in dims:
+            other = offset.dimension.counterpart
+            raise _error(
+                f"the shift {offset} moves along {offset.dimension}, but this value is over "
+                f"{other} ({_dims(t)}); shift it along {other} ({other} "
+                f"{'+' if offset.value >= 0 else '-'} {abs(offset.value)}), or move it to "
+                f"{offset.dimension} with a half shift ({offset.dimension} + 0.5)",
+                shift.loc,
+            )
+        raise _error(
+            f"shift along {offset.dimension}, but this value has dimensions ({_dims(t)})",
+            shift.loc,
+        )
+    return attrs.evolve(value, type=FieldType(tuple(dims), t.dtype))
+
+
 def _check_literals_fit(operands: Sequence[ir.Expr], dtype: np.dtype[Any]) -> None:
     """A Python int literal must fit the integer dtype it is used with (NumPy 2 raises)."""
     if dtype.kind not in "iu":
@@ -373,8 +434,8 @@ def _check_argument(
         )
     if not set(got.dims) <= set(expected.dims):
         raise _error(
-            f"argument {name!r} of {callee!r} has dimensions ({', '.join(expected.dim_names)}), "
-            f"got ({', '.join(got.dim_names)})",
+            f"argument {name!r} of {callee!r} has dimensions ({_dims(expected)}), "
+            f"got ({_dims(got)})",
             loc,
         )
 
@@ -408,8 +469,8 @@ def _type_operator(operator: ir.FieldOperatorIR) -> ir.FieldOperatorIR:
             )
         if isinstance(got, FieldType) and not set(got.dims) <= set(declared.dims):
             raise _error(
-                f"{which} has dimensions ({', '.join(got.dim_names)}) but the annotation says "
-                f"({', '.join(declared.dim_names)})",
+                f"{which} has dimensions ({_dims(got)}) but the annotation says "
+                f"({_dims(declared)})",
                 result.loc,
             )
     return attrs.evolve(operator, body=body, results=results)
@@ -457,8 +518,10 @@ def _type_scan_operator(operator: ir.ScanOperatorIR) -> ir.ScanOperatorIR:
     return attrs.evolve(operator, body=body, results=results)
 
 
-def _type_stencil(stencil: ir.Stencil, env: Mapping[str, ir.Type]) -> ir.Stencil:
-    typer = _Typer(env)
+def _type_stencil(
+    stencil: ir.Stencil, env: Mapping[str, ir.Type], strict: bool = True
+) -> ir.Stencil:
+    typer = _Typer(env, strict)
     body = tuple(typer.assign(a) for a in stencil.body)
     results = tuple(typer.expr(r) for r in stencil.results)
     if len(results) == 1 and isinstance(results[0], ir.OperatorCall):
@@ -474,11 +537,14 @@ def _type_stencil(stencil: ir.Stencil, env: Mapping[str, ir.Type]) -> ir.Stencil
                 f"{target.name!r} is {expected.dtype}",
                 target.loc or stencil.loc,
             )
-        if isinstance(result_type, FieldType) and not set(result_type.dims) <= set(expected.dims):
+        if isinstance(result_type, FieldType) and not (
+            set(result_type.dims) <= set(expected.dims)
+            if strict
+            else set(result_type.dim_names) <= set(expected.dim_names)
+        ):
             raise _error(
-                f"{stencil.operator_name!r} produces a field over "
-                f"({', '.join(result_type.dim_names)}) "
-                f"but out= field {target.name!r} has ({', '.join(expected.dim_names)})",
+                f"{stencil.operator_name!r} produces a field over ({_dims(result_type)}) "
+                f"but out= field {target.name!r} has ({_dims(expected)})",
                 target.loc or stencil.loc,
             )
     return attrs.evolve(stencil, body=body, results=results)
@@ -492,3 +558,17 @@ def infer_types(program: ir.ProgramIR) -> ir.ProgramIR:
     """
     env = {p.name: p.type for p in program.params}
     return attrs.evolve(program, stencils=tuple(_type_stencil(s, env) for s in program.stencils))
+
+
+def refill_types(program: ir.ProgramIR) -> ir.ProgramIR:
+    """The types of a program ``infer_types`` has checked, filled in again after a pass
+    rebuilt its expressions (inlining, folding).
+
+    The same rules, blind to staggering: the ``Shift`` nodes that turned an ``I`` value
+    into an ``IHalf`` one are gone (``infer_types`` checked them), so a value over ``I``
+    and one over ``IHalf`` may meet here; they share the array axis, which is all the
+    passes after type inference and the translations read.
+    """
+    env = {p.name: p.type for p in program.params}
+    stencils = tuple(_type_stencil(s, env, strict=False) for s in program.stencils)
+    return attrs.evolve(program, stencils=stencils)
