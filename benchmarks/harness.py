@@ -19,9 +19,10 @@ fit in the cache are not interleaved (the copy would evict their data before eve
 their fractions use the run's copy bandwidth, measured before and after the rows.
 
 Each bandwidth row also gets its roofline (``benchmarks.roofline``, ADR 0010): the same call
-prepared once more on a grid that fits in the cache is timed in the same rounds, in the cache,
-and its time per point is the row's compute bound; the slower of that and the copy bound is
-the roofline, and ``roofline_fraction`` how close the row comes to it.
+prepared once more on a grid that fits in the cache is timed right after each sample of the
+row, in the cache, and its time per point is the row's compute bound; each sample, with the
+copy before it and the probe after it, is judged against those two bounds, and
+``roofline_fraction`` is how close the row comes to the slower one.
 """
 
 from __future__ import annotations
