@@ -66,10 +66,12 @@ def _mark(row: Row, standing: Standing | None) -> str:
 
 
 def _of_roofline(row: Row) -> str:
-    """``"87% (compute)"``: the fraction of the roofline and which bound binds."""
+    """``"87% (compute)"``: the fraction of the roofline and which bound binds; ``" !"``
+    after a fraction above 1: the row beat a bound, so that bound was measured too slow."""
     if row.roofline_fraction is None:
         return "-"
-    return f"{_percent(row.roofline_fraction)} ({row.roofline_bound})"
+    beaten = " !" if row.roofline_fraction > 1.0 else ""
+    return f"{_percent(row.roofline_fraction)} ({row.roofline_bound}){beaten}"
 
 
 def _rows_table(rows: Sequence[Row]) -> list[str]:
@@ -156,7 +158,9 @@ def format_report(report: Report) -> str:
         "fewer rows along I), timed right after each sample (the best of 5 warm calls), per "
         "point, times the row's points (medians shown); of roofline = each sample against "
         "the bounds timed beside it: the larger of the medians of copy bound / sample and "
-        "compute bound / sample, and which bound that is",
+        "compute bound / sample, and which bound that is; ! = above 100%: the row beat a "
+        "bound, so that bound was measured too slow (a loaded machine, or a probe that did "
+        "not get the row's thread split): not a figure to judge",
         "mark: * = the fastest row of its workload and size; ours Nx vs P = our best "
         "backend's ratio to the best peer P (P's time / ours, round by round: >1, ours is "
         "faster)",

@@ -138,6 +138,12 @@ def test_quick_run_puts_every_bandwidth_row_against_its_roofline(quick_run):
     assert (output / "results.png").exists()
 
 
+@pytest.mark.slow  # the quick run takes two minutes on two cores
+def test_quick_run_records_the_load_it_ran_under(quick_run):
+    (note,) = [note for note in quick_run[0]["notes"] if note.startswith("load average")]
+    assert " at the start, " in note and " at the end" in note
+
+
 def test_a_row_is_compared_with_the_copy_timed_beside_it():
     beside = _row("a", 0.5, size="large")
     beside = attrs.evolve(beside, minimum=0.25, copy_bandwidth=1e5, best_copy_bandwidth=2e5)

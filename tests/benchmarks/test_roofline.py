@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import backends
 from benchmarks import measure, workloads
 from benchmarks.measure import prepare_backend, prepare_reference, time_together, with_probe
+from benchmarks.report import _rows_table
 from benchmarks.results import OK, Row, with_derived
 from benchmarks.roofline import (
     MIN_INTERIOR_ROWS,
@@ -115,6 +116,16 @@ def test_a_row_with_samples_takes_its_roofline_fraction_from_them():
     assert derived.roofline_fraction == pytest.approx(0.9)
     assert derived.roofline_bound == "compute"
     assert derived.copy_bound == pytest.approx(0.5) and derived.compute_bound == 0.9
+
+
+def test_the_table_flags_a_row_that_beat_its_roofline():
+    beaten, below = with_derived([
+        attrs.evolve(_bandwidth_row(1.0, 2**26 / 0.5, 1.5), backend="beaten"),
+        attrs.evolve(_bandwidth_row(1.0, 2**26 / 0.5, 0.9), backend="below"),
+    ], 1e10)
+    lines = {line.split()[3]: line for line in _rows_table([beaten, below])[2:]}
+    assert "150% (compute) !" in lines["beaten"]
+    assert "90% (compute)" in lines["below"] and "!" not in lines["below"]
 
 
 def test_a_paired_fraction_needs_positive_samples():
