@@ -13,6 +13,7 @@ import attrs
 from benchmarks.harness import Report
 from benchmarks.results import FAILED, OK, PEER, Row
 from benchmarks.standings import Standing, standings
+from benchmarks.timing import PROBE_CALLS
 
 __all__ = ["format_report", "seconds", "to_json", "write_csv", "write_json"]
 
@@ -155,8 +156,9 @@ def format_report(report: Report) -> str:
         "above",
         "roofline (rows timed beside the copy): copy bound = input + output bytes / the copy "
         "beside; compute bound = the same call on a grid in the cache (the row's grid with "
-        "fewer rows along I), timed right after each sample (the best of 5 warm calls), per "
-        "point, times the row's points (medians shown); of roofline = each sample against "
+        f"fewer rows along I), timed right after each sample (the best of {PROBE_CALLS} warm "
+        "calls), per point, times the row's points (medians shown); of roofline = each "
+        "sample against "
         "the bounds timed beside it: the larger of the medians of copy bound / sample and "
         "compute bound / sample, and which bound that is; ! = above 100%: the row beat a "
         "bound, so that bound was measured too slow (a loaded machine, or a probe that did "
