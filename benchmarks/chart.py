@@ -133,8 +133,9 @@ def roofline_figure(rows: Sequence[Row], workload: str) -> Any | None:
     """The roofline chart of ``workload``: for each row with a roofline, the effective
     bandwidth it reached (its bytes per call / its median) as a bar, and its two ceilings
     as marks across the bar: the copy bandwidth timed beside it and its compute bound (its
-    bytes / its compute bound); the lower ceiling is its roofline. ``None`` when no row of
-    the workload has a roofline.
+    bytes / its compute bound), both medians; the lower ceiling is its roofline, and the
+    percentage above the bar its ``roofline_fraction`` (sample by sample, so it need not be
+    the bar over the ceiling exactly). ``None`` when no row of the workload has a roofline.
 
     Raises:
         ImportError: matplotlib is not installed.

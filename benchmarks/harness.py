@@ -19,15 +19,17 @@ fit in the cache are not interleaved (the copy would evict their data before eve
 their fractions use the run's copy bandwidth, measured before and after the rows.
 
 Each bandwidth row also gets its roofline (``benchmarks.roofline``, ADR 0010): the same call
-prepared once more on a grid that fits in the cache is timed in the same rounds, in the cache,
-and its time per point is the row's compute bound; the slower of that and the copy bound is
-the roofline, and ``roofline_fraction`` how close the row comes to it.
+prepared once more on a grid that fits in the cache is timed right after each sample of the
+row, in the cache, and its time per point is the row's compute bound; each sample, with the
+copy before it and the probe after it, is judged against those two bounds, and
+``roofline_fraction`` is how close the row comes to the slower one.
 """
 
 from __future__ import annotations
 
 import datetime
 import functools
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -142,6 +144,15 @@ class Report:
         }
 
 
+def _load_average() -> str:
+    """The system's load averages as ``"0.12/0.30/0.45"``, or ``"unknown"`` where the
+    platform has none."""
+    try:
+        return "/".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def _interleaved(kernel: CopyKernel, bytes_per_call: int, cache_bytes: int) -> CopyKernel | None:
     """The copy kernel for a row whose arrays exceed the cache, else ``None``."""
     return kernel if bytes_per_call > cache_bytes else None
@@ -193,6 +204,7 @@ def run(options: Options, show_progress: bool = True) -> Report:
     if unknown:
         raise ValueError(f"unknown workload(s) {unknown}; registered: {list(WORKLOADS)}")
     notes: list[str] = []
+    load_before = _load_average()
     peer_factories: dict[str, peers.PeerFactory] = {}
     if options.peers:
         peer_factories, peer_notes = peers.available_peers()
@@ -258,6 +270,8 @@ def run(options: Options, show_progress: bool = True) -> Report:
     hits = cache_hit_seconds(200 if options.quick else 2000)
     progress.close()
 
+    notes.append(f"load average (1, 5, 15 min) {load_before} at the start, {_load_average()} "
+                 "at the end: bandwidth and roofline figures need a quiet machine")
     rows = with_derived(rows, copy.bytes_per_second)
     comparison = compare(list(options.compare), rows) if options.compare is not None else None
     return Report(

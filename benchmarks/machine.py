@@ -1,13 +1,14 @@
 """The machine under test: what it is, and how fast it can copy memory.
 
 ``machine_info()`` describes the CPU, core count and versions. ``copy_kernel()`` builds a
-STREAM-style copy (``b[i] = a[i]``) on arrays larger than the last-level cache, and
-``CopyKernel.bandwidth()`` (or ``copy_bandwidth()``, both in one) measures it. The kernel is C,
-built in this run with the system compiler (``$CC`` or ``cc``; ``-O3 -march=native -fopenmp``,
-without OpenMP if that fails) into a temporary shared library called through ctypes: this is the
-reference kernel, not stencilforge's call path. Without a compiler it falls back to
-``np.copyto`` and says so in ``CopyKernel.method``. The harness also times the kernel next to
-each bandwidth-bound row (``benchmarks.timing``).
+STREAM-style copy (``b[i] = a[i]``, with streaming stores where the target has them: ADR 0010
+says why) on arrays larger than the last-level cache, and ``CopyKernel.bandwidth()`` (or
+``copy_bandwidth()``, both in one) measures it. The kernel is C, built in this run with the
+system compiler (``$CC`` or ``cc``; ``-O3 -march=native -fopenmp``, without OpenMP if that
+fails) into a temporary shared library called through ctypes: this is the reference kernel,
+not stencilforge's call path. Without a compiler it falls back to ``np.copyto`` and says so in
+``CopyKernel.method``. The harness also times the kernel next to each bandwidth-bound row
+(``benchmarks.timing``).
 """
 
 from __future__ import annotations
@@ -41,11 +42,48 @@ __all__ = [
 
 _COPY_SOURCE = r"""
 #include <stddef.h>
+/* Streaming (non-temporal) stores where the target has them: a plain store first reads the
+   line it writes (write-allocate), so a plain copy moves three bytes for the two it counts and
+   leaves the last-level cache full of dirty lines that the next call writes back. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define SF_LANES 8
+#define SF_STREAM(to, from) _mm512_stream_pd((to), _mm512_load_pd(from))
+#elif defined(__AVX__)
+#include <immintrin.h>
+#define SF_LANES 4
+#define SF_STREAM(to, from) _mm256_stream_pd((to), _mm256_load_pd(from))
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#define SF_LANES 2
+#define SF_STREAM(to, from) _mm_stream_pd((to), _mm_load_pd(from))
+#endif
+int stream_lanes(void) {
+#ifdef SF_LANES
+    return SF_LANES;
+#else
+    return 0;
+#endif
+}
+/* a and b 64-byte aligned, n a multiple of 8 (the caller's contract). */
 void stream_copy(const double *restrict a, double *restrict b, size_t n) {
+#ifdef SF_LANES
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+#ifdef _OPENMP
+#pragma omp for schedule(static) nowait
+#endif
+        for (size_t i = 0; i < n; i += SF_LANES) SF_STREAM(b + i, a + i);
+        _mm_sfence();
+    }
+#else
 #ifdef _OPENMP
 #pragma omp parallel for simd schedule(static)
 #endif
     for (size_t i = 0; i < n; ++i) b[i] = a[i];
+#endif
 }
 void first_touch(double *restrict a, double *restrict b, size_t n) {
     /* Touch the pages with the threads that will copy them later (NUMA placement). */
@@ -177,9 +215,12 @@ def _build_copy_library(compiler: str, directory: Path) -> tuple[ctypes.CDLL, st
                 function = getattr(loaded, name)
                 function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
                 function.restype = None
+            loaded.stream_lanes.argtypes = []
+            loaded.stream_lanes.restype = ctypes.c_int
             flags = " ".join(["-O3", "-march=native", *extra])
             threads = _omp_threads() if extra else 1
-            return loaded, f"C ({compiler} {flags}), {threads} thread(s)"
+            stores = "streaming stores" if loaded.stream_lanes() else "plain stores"
+            return loaded, f"C ({compiler} {flags}), {threads} thread(s), {stores}"
     return None
 
 
@@ -226,6 +267,14 @@ class CopyKernel:
         return CopyBandwidth(self.bytes_moved / min(seconds), self.array_bytes, self.method)
 
 
+def _aligned(n: int) -> np.ndarray:
+    """``n`` doubles starting on a 64-byte boundary (a cache line; what streaming stores of
+    the widest vectors need)."""
+    raw = np.empty(n + 8)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip : skip + n]
+
+
 def copy_kernel(array_bytes: int | None = None) -> CopyKernel:
     """Build the copy kernel and first-touch its arrays.
 
@@ -233,8 +282,8 @@ def copy_kernel(array_bytes: int | None = None) -> CopyKernel:
         array_bytes: size of each array; default 4x the last-level cache, at least 64 MiB.
     """
     nbytes = array_bytes or max(4 * last_level_cache_bytes(), 64 * 2**20)
-    n = nbytes // 8
-    source, target = np.empty(n), np.empty(n)
+    n = nbytes // 64 * 8  # whole cache lines: the streaming copy's contract
+    source, target = _aligned(n), _aligned(n)
     compiler = find_compiler()
     with tempfile.TemporaryDirectory(prefix="stencilforge-stream-") as directory:
         # The loaded library stays mapped after its file is removed.

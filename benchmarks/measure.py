@@ -89,13 +89,12 @@ class Contender:
     """A verified row, ready to be timed: the row so far, the call that times it, for a
     compiled backend on the small grid its loaded executable called directly (``direct``,
     timed in the same rounds: ``direct_call_seconds``), and for a bandwidth row the same call
-    on an in-cache grid (``compute``, timed in the same rounds, its median times
-    ``compute_scale``: ``compute_bound``; see ``with_probe``)."""
+    on an in-cache grid as ``timed.probe`` (timed right after each sample, its time per call
+    times ``compute_scale``: the compute bound; see ``with_probe``)."""
 
     row: Row
     timed: TimedCall
     direct: TimedCall | None = None
-    compute: TimedCall | None = None
     compute_scale: float = 1.0
 
 
@@ -103,9 +102,9 @@ def with_probe(
     prepared: Contender | Row, probe: Contender | Row, workload: Workload
 ) -> Contender | Row:
     """``prepared`` with its compute probe: ``probe`` is the same call, prepared the same
-    way on ``row.compute_shape``'s in-cache grid, and is timed with it, in the cache
-    (``TimedCall.in_cache``). A final row stays as it is; a probe that failed leaves the row
-    without a compute bound, and says why in its ``message``."""
+    way on ``row.compute_shape``'s in-cache grid, and is timed right after each sample of
+    the row, in the cache (``TimedCall.probe``). A final row stays as it is; a probe that
+    failed leaves the row without a compute bound, and says why in its ``message``."""
     if not isinstance(prepared, Contender):
         return prepared
     if not isinstance(probe, Contender):
@@ -118,7 +117,7 @@ def with_probe(
     return attrs.evolve(
         prepared,
         row=attrs.evolve(prepared.row, compute_shape=probe.row.shape),
-        compute=attrs.evolve(probe.timed, in_cache=True),
+        timed=attrs.evolve(prepared.timed, probe=probe.timed),
         compute_scale=scale,
     )
 
@@ -128,43 +127,50 @@ def time_together(
 ) -> list[Row]:
     """The rows of ``prepared``, in order: each ``Contender`` timed (``repeat`` samples, all
     of them and their direct executable calls in alternating rounds, next to ``copy`` when
-    given; a call that raises becomes a ``FAILED`` row); rows that are already final
-    (failed, skipped) as they are."""
+    given, each followed by its probe when it has one; a call that raises becomes a
+    ``FAILED`` row); rows that are already final (failed, skipped) as they are."""
     contenders = [item for item in prepared if isinstance(item, Contender)]
-    extras = [
-        (contender, kind, call)
-        for contender in contenders
-        for kind, call in (("direct", contender.direct), ("compute", contender.compute))
-        if call is not None
-    ]
+    directs = [contender for contender in contenders if contender.direct is not None]
     timings = time_in_rounds(
-        [contender.timed for contender in contenders] + [call for _, _, call in extras],
+        [contender.timed for contender in contenders]
+        + [contender.direct for contender in directs if contender.direct is not None],
         repeat,
         copy.run if copy is not None else None,
     )
-    extra_of = {
-        (id(contender), kind): timing
-        for (contender, kind, _), timing in zip(extras, timings[len(contenders) :], strict=True)
+    direct_of = {
+        id(contender): timing
+        for contender, timing in zip(directs, timings[len(contenders) :], strict=True)
     }
-    reference_bytes = copy.bytes_moved if copy is not None else None
     rows: dict[int, Row] = {}
     for contender, timing in zip(contenders, timings[: len(contenders)], strict=True):
         if not isinstance(timing, Timing):
             rows[id(contender)] = _failed(contender.row, f"{type(timing).__name__}: {timing}")
             continue
-        row = contender.row.timed(timing, reference_bytes)
-        direct = extra_of.get((id(contender), "direct"))
+        row = contender.row.timed(timing, copy.bytes_moved if copy is not None else None)
+        direct = direct_of.get(id(contender))
         if isinstance(direct, Timing):
             row = attrs.evolve(row, direct_call_seconds=direct.median)
-        compute = extra_of.get((id(contender), "compute"))
-        if isinstance(compute, Timing):
-            row = attrs.evolve(
-                row,
-                compute_median=compute.median,
-                compute_bound=compute.median * contender.compute_scale,
-            )
-        rows[id(contender)] = row
+        rows[id(contender)] = _with_compute(row, timing, contender.compute_scale, copy)
     return [rows[id(item)] if isinstance(item, Contender) else item for item in prepared]
+
+
+def _with_compute(row: Row, timing: Timing, scale: float, copy: CopyKernel | None) -> Row:
+    """``row`` with its probe's figures when it had one: the median probe call, the compute
+    bound (that times ``scale``, the row's points over the probe's) and, timed beside the
+    copy, each sample's ``(seconds, copy bound, compute bound)`` (``Row.roofline_samples``)."""
+    if timing.probe is None:
+        return row
+    samples = tuple(
+        (m.seconds, row.bytes_per_call * m.reference / copy.bytes_moved, m.probe * scale)
+        for m in timing.moments
+        if copy is not None and m.reference is not None and m.probe is not None
+    )
+    return attrs.evolve(
+        row,
+        compute_median=timing.probe.median,
+        compute_bound=timing.probe.median * scale,
+        roofline_samples=samples,
+    )
 
 
 def measure_reference(

@@ -13,6 +13,7 @@ import attrs
 from benchmarks.harness import Report
 from benchmarks.results import FAILED, OK, PEER, Row
 from benchmarks.standings import Standing, standings
+from benchmarks.timing import PROBE_CALLS
 
 __all__ = ["format_report", "seconds", "to_json", "write_csv", "write_json"]
 
@@ -66,10 +67,12 @@ def _mark(row: Row, standing: Standing | None) -> str:
 
 
 def _of_roofline(row: Row) -> str:
-    """``"87% (compute)"``: the fraction of the roofline and which bound binds."""
+    """``"87% (compute)"``: the fraction of the roofline and which bound binds; ``" !"``
+    after a fraction above 1: the row beat a bound, so that bound was measured too slow."""
     if row.roofline_fraction is None:
         return "-"
-    return f"{_percent(row.roofline_fraction)} ({row.roofline_bound})"
+    beaten = " !" if row.roofline_fraction > 1.0 else ""
+    return f"{_percent(row.roofline_fraction)} ({row.roofline_bound}){beaten}"
 
 
 def _rows_table(rows: Sequence[Row]) -> list[str]:
@@ -152,9 +155,14 @@ def format_report(report: Report) -> str:
         "sample; copy beside = its median) and compared with it, the others with the limit "
         "above",
         "roofline (rows timed beside the copy): copy bound = input + output bytes / the copy "
-        "beside; compute bound = the same call timed in the same rounds on a grid in the "
-        "cache (the row's grid with fewer rows along I), per point, times the row's points; "
-        "of roofline = the slower bound / median, and which bound that is",
+        "beside; compute bound = the same call on a grid in the cache (the row's grid with "
+        f"fewer rows along I), timed right after each sample (the best of {PROBE_CALLS} warm "
+        "calls), per point, times the row's points (medians shown); of roofline = each "
+        "sample against "
+        "the bounds timed beside it: the larger of the medians of copy bound / sample and "
+        "compute bound / sample, and which bound that is; ! = above 100%: the row beat a "
+        "bound, so that bound was measured too slow (a loaded machine, or a probe that did "
+        "not get the row's thread split): not a figure to judge",
         "mark: * = the fastest row of its workload and size; ours Nx vs P = our best "
         "backend's ratio to the best peer P (P's time / ours, round by round: >1, ours is "
         "faster)",
@@ -212,16 +220,20 @@ def write_json(report: Report, path: Path) -> None:
 
 def write_csv(rows: Sequence[Row], path: Path) -> None:
     """Write one line per row, every ``Row`` field a column (shape as ``16x16x8``, the round
-    medians space-separated)."""
+    medians space-separated, the roofline samples as space-separated ``seconds:copy:compute``)."""
     names = [field.name for field in attrs.fields(Row)]
     with path.open("w", newline="") as stream:
         writer = csv.DictWriter(stream, fieldnames=names)
         writer.writeheader()
         for row in rows:
             medians = " ".join(f"{value:.6g}" for value in row.round_medians)
+            samples = " ".join(
+                ":".join(f"{value:.6g}" for value in sample) for sample in row.roofline_samples
+            )
             writer.writerow({
                 **row.to_dict(), "shape": _grid(row), "round_medians": medians,
                 "compute_shape": "x".join(map(str, row.compute_shape)),
+                "roofline_samples": samples,
             })
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from benchmarks.roofline import Roofline
+from benchmarks.roofline import Roofline, paired_fraction
 from benchmarks.timing import Timing, paired_ratio
 
 __all__ = ["FAILED", "OK", "SKIPPED", "Row", "ratio", "with_derived", "with_roofline"]
@@ -48,8 +48,14 @@ class Row:
         compute_median: the median call on ``compute_shape``, timed in the row's rounds.
         compute_bound: ``compute_median`` per point of the domain, times the row's points.
         copy_bound: ``bytes_per_call`` over the copy bandwidth timed beside the row.
-        roofline_bound: which of the two is slower (``"copy"`` or ``"compute"``).
-        roofline_fraction: the slower bound / ``median`` ("of roofline", 1.0: at the bound).
+        roofline_bound: which bound binds (``"copy"`` or ``"compute"``).
+        roofline_fraction: "of roofline" (1.0: at the bound). With ``roofline_samples``, each
+            sample against the bounds timed beside it (``roofline.paired_fraction``: the
+            larger of the medians of copy bound / sample and compute bound / sample); else
+            (a row recorded without them) the slower bound / ``median``.
+        roofline_samples: per sample of a row timed beside the copy with a compute probe,
+            ``(seconds, copy bound, compute bound)``: the copy timed right before the sample,
+            the probe right after it.
     """
 
     workload: str
@@ -79,6 +85,7 @@ class Row:
     copy_bound: float | None = None
     roofline_bound: str | None = None
     roofline_fraction: float | None = None
+    roofline_samples: tuple[tuple[float, float, float], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -119,6 +126,10 @@ class Row:
         values["shape"] = tuple(values.get("shape", ()))
         values["round_medians"] = tuple(values.get("round_medians", ()))
         values["compute_shape"] = tuple(values.get("compute_shape", ()))
+        values["roofline_samples"] = tuple(
+            (float(seconds), float(copy), float(compute))
+            for seconds, copy, compute in values.get("roofline_samples", ())
+        )
         return cls(**values)
 
 
@@ -169,13 +180,16 @@ def with_derived(rows: list[Row], copy_bytes_per_second: float) -> list[Row]:
 
 def with_roofline(row: Row) -> Row:
     """``row`` with ``copy_bound``, ``roofline_bound`` and ``roofline_fraction`` when it was
-    timed beside the copy kernel and has a ``compute_bound``; else ``row`` unchanged."""
+    timed beside the copy kernel and has a ``compute_bound``; else ``row`` unchanged. The
+    fraction pairs each sample with its bounds when the row has ``roofline_samples``."""
     if not row.median or row.copy_bandwidth is None or row.compute_bound is None:
         return row
     roofline = Roofline(row.bytes_per_call / row.copy_bandwidth, row.compute_bound)
+    fraction, binding = (
+        paired_fraction(row.roofline_samples)
+        if row.roofline_samples
+        else (roofline.fraction(row.median), roofline.binding)
+    )
     return attrs.evolve(
-        row,
-        copy_bound=roofline.copy_bound,
-        roofline_bound=roofline.binding,
-        roofline_fraction=roofline.fraction(row.median),
+        row, copy_bound=roofline.copy_bound, roofline_bound=binding, roofline_fraction=fraction
     )

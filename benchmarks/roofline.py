@@ -5,12 +5,15 @@ A row whose arrays exceed the last-level cache is bound by the copy bandwidth ti
 arithmetic (``compute_bound``), whichever is slower. The compute bound is the same program on
 the same backend timed on a grid that fits in the cache (``compute_shape``), per point of the
 domain it writes, scaled to the row's domain (ADR 0010 says why this way). ``Roofline`` holds
-the two and the fraction of the slower one that a measured time reaches.
+the two and the fraction of the slower one that a measured time reaches; ``paired_fraction``
+judges each sample of a row against the bounds timed beside it (ADR 0010).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -18,7 +21,13 @@ import attrs
 if TYPE_CHECKING:
     from benchmarks.workloads import Workload
 
-__all__ = ["MIN_INTERIOR_ROWS", "Roofline", "compute_shape", "domain_points"]
+__all__ = [
+    "MIN_INTERIOR_ROWS",
+    "Roofline",
+    "compute_shape",
+    "domain_points",
+    "paired_fraction",
+]
 
 #: The in-cache grid keeps at least this many rows of the domain along its first axis: a
 #: loop that sweeps that axis pays its start (the halo rows of its buffers) once per call.
@@ -87,3 +96,27 @@ class Roofline:
         if seconds <= 0:
             raise ValueError(f"a measured time must be positive, got {seconds!r}")
         return self.seconds / seconds
+
+
+#: One sample of a bandwidth row: (its seconds, the copy bound, the compute bound), the bounds
+#: from the copy timed right before it and the probe timed right after it.
+Sample = tuple[float, float, float]
+
+
+def paired_fraction(samples: Sequence[Sample]) -> tuple[float, str]:
+    """The fraction of its roofline a row reaches, each sample against the bounds timed
+    beside it: for each bound, the median over samples of ``bound / seconds``; the larger
+    of the two medians, and which bound it is (``"copy"`` or ``"compute"``). The larger is
+    taken after the medians, not per sample: the larger of two noisy bounds in each sample
+    would lean towards whichever bound happened to be slow, and flatter the row.
+
+    Raises:
+        ValueError: no samples, or a sample whose time is not positive.
+    """
+    if not samples:
+        raise ValueError("a paired fraction needs at least one sample")
+    if any(seconds <= 0 for seconds, _, _ in samples):
+        raise ValueError(f"a measured time must be positive, got {samples!r}")
+    copy = statistics.median(bound / seconds for seconds, bound, _ in samples)
+    compute = statistics.median(bound / seconds for seconds, _, bound in samples)
+    return (copy, "copy") if copy >= compute else (compute, "compute")

@@ -19,6 +19,13 @@ of the ratios of their medians in each round. Where the machine switches between
 every call shares (a VM's small JAX calls take 22, 48 or 77 us for stretches of rounds), each
 call's median over the run falls on whichever mode held half its samples, and two calls whose
 rounds agree to within 10% could show a ratio of 2.
+
+A call can also carry a *probe* (``TimedCall.probe``: the same loop on a grid in the cache,
+whose time bounds the call's from below): after each sample, the probe is called once untimed
+(its data back in the cache) and then timed ``PROBE_CALLS`` times, the best of which counts.
+Each sample is then a ``Moment``: the reference before it, the call, the probe after it, all
+within a few milliseconds, so that a bound is judged against the sample measured beside it
+(ADR 0010).
 """
 
 from __future__ import annotations
@@ -31,7 +38,30 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-__all__ = ["Clock", "TimedCall", "Timing", "paired_ratio", "time_calls", "time_in_rounds"]
+__all__ = [
+    "Clock",
+    "Moment",
+    "TimedCall",
+    "Timing",
+    "paired_ratio",
+    "time_calls",
+    "time_in_rounds",
+]
+
+
+@attrs.frozen
+class Moment:
+    """One sample of a call and what was timed in its moment, in seconds.
+
+    Attributes:
+        seconds: the sample (a batch's mean call).
+        reference: the reference call timed right before it (``None``: none was given).
+        probe: the best of the probe's calls timed right after it (``None``: no probe).
+    """
+
+    seconds: float
+    reference: float | None = None
+    probe: float | None = None
 
 
 @attrs.frozen
@@ -47,6 +77,10 @@ class Timing:
     #: per round of ``time_in_rounds``, the median of the samples taken in it (empty: the call
     #: was timed alone, by ``time_calls``)
     rounds: tuple[float, ...] = ()
+    #: the call's probe, summarized over the samples (``None``: the call has none)
+    probe: Timing | None = None
+    #: every sample with what was timed beside it, in order (empty: nothing was)
+    moments: tuple[Moment, ...] = ()
 
     @classmethod
     def of(cls, seconds: list[float]) -> Timing:
@@ -100,13 +134,20 @@ def time_calls(
 class TimedCall:
     """A call to time and what waits for its result (see ``time_calls``).
 
-    ``in_cache``: in ``time_in_rounds``, each sample of this call starts with its data in the
-    cache: one untimed call right before it instead of the reference (which would evict it).
+    ``probe``: in ``time_in_rounds``, a call timed right after each sample of this one, warmed
+    first by one untimed call (its data in the cache), the best of ``PROBE_CALLS`` calls
+    counting: the same loop on a grid that fits in the cache, whose time bounds this call's.
     """
 
     call: Callable[[], object]
     synchronize: Callable[[object], None] = lambda result: None
-    in_cache: bool = False
+    probe: TimedCall | None = None
+
+
+#: Timed calls of a probe after each sample; the best counts. A probe's noise only slows it
+#: (a descheduled thread, an interrupt), and a short parallel call suffers more from one
+#: than the long call it bounds: a slow probe would flatter that call, a fast one cannot.
+PROBE_CALLS = 5
 
 
 #: Rounds of ``time_in_rounds`` when a call's ``repeat`` allows as many.
@@ -124,9 +165,9 @@ def time_in_rounds(
     ``repeat`` is smaller): each round takes its share of every call's samples, one call
     after another, in an order shuffled anew each round (seeded by the round's number, so
     that runs are alike: see the module's docstring for why). Samples are batched as in
-    ``time_calls`` (each call's batch size calibrated once, before the first round), and
-    ``reference`` is timed right before every sample (but a call ``in_cache`` is called once,
-    untimed, instead), all of it read on ``clock``.
+    ``time_calls`` (each call's batch size calibrated once, before the first round),
+    ``reference`` is timed right before every sample and a call's ``probe`` right after it
+    (``Moment``), all of it read on ``clock``.
 
     Returns, in the order of ``calls``, each call's timing, or the exception it raised: a
     call that raises is timed no further, and the others go on.
@@ -141,34 +182,60 @@ def time_in_rounds(
         except Exception as error:  # reported in the call's place
             batches.append(0)
             results[index] = error
-    seconds: list[list[float]] = [[] for _ in calls]
-    reference_seconds: list[list[float]] = [[] for _ in calls]
+    moments: list[list[Moment]] = [[] for _ in calls]
     round_medians: list[list[float]] = [[] for _ in calls]
     for turn in range(rounds):
         # Round ``turn`` brings every call up to its share of ``repeat`` samples so far.
         target = repeat * (turn + 1) // rounds
         for index in _round_order(len(calls), turn):
-            start = len(seconds[index])
+            start = len(moments[index])
             try:
-                while results[index] is None and len(seconds[index]) < target:
-                    timed = calls[index]
-                    if timed.in_cache:
-                        timed.synchronize(timed.call())
-                    elif reference is not None:
-                        reference_seconds[index].append(_duration(reference, clock))
-                    seconds[index].append(_batch_seconds(timed, batches[index], clock))
+                while results[index] is None and len(moments[index]) < target:
+                    moments[index].append(
+                        _moment(calls[index], batches[index], reference, clock)
+                    )
             except Exception as error:  # reported in the call's place
                 results[index] = error
-            if results[index] is None and len(seconds[index]) > start:
-                round_medians[index].append(statistics.median(seconds[index][start:]))
+            if results[index] is None and len(moments[index]) > start:
+                taken = moments[index][start:]
+                round_medians[index].append(statistics.median(m.seconds for m in taken))
     return [
         result
         if result is not None
-        else attrs.evolve(_summary(samples, reference_samples), rounds=tuple(medians))
-        for result, samples, reference_samples, medians in zip(
-            results, seconds, reference_seconds, round_medians, strict=True
-        )
+        else attrs.evolve(_summary_of(samples), rounds=tuple(medians))
+        for result, samples, medians in zip(results, moments, round_medians, strict=True)
     ]
+
+
+def _moment(
+    timed: TimedCall, batch: int, reference: Callable[[], object] | None, clock: Clock
+) -> Moment:
+    """One sample of ``timed``: the reference before it, the probe after it (if any)."""
+    before = _duration(reference, clock) if reference is not None else None
+    seconds = _batch_seconds(timed, batch, clock)
+    after = _probe_seconds(timed.probe, clock) if timed.probe is not None else None
+    return Moment(seconds, before, after)
+
+
+def _probe_seconds(probe: TimedCall, clock: Clock) -> float:
+    """The best of ``PROBE_CALLS`` timed calls of ``probe``, after one untimed call."""
+    probe.synchronize(probe.call())
+    return min(
+        _duration(lambda: probe.synchronize(probe.call()), clock) for _ in range(PROBE_CALLS)
+    )
+
+
+def _summary_of(moments: list[Moment]) -> Timing:
+    """The timing of ``moments``: the samples' summary, the reference's and the probe's;
+    the moments themselves when anything was timed beside the samples."""
+    references = [m.reference for m in moments if m.reference is not None]
+    probes = [m.probe for m in moments if m.probe is not None]
+    timing = _summary([m.seconds for m in moments], references)
+    if not references and not probes:
+        return timing
+    return attrs.evolve(
+        timing, probe=Timing.of(probes) if probes else None, moments=tuple(moments)
+    )
 
 
 def paired_ratio(numerator: Sequence[float], denominator: Sequence[float]) -> float | None:

@@ -37,15 +37,19 @@ def _inputs(shape: tuple[int, int, int], seed: int) -> list[np.ndarray]:
     return [a, b, c, d]
 
 
-@pytest.fixture(params=["default", "streaming"])
+@pytest.fixture(params=["default", "streaming", "prefetching"])
 def backend(request: Any, monkeypatch: pytest.MonkeyPatch) -> CompiledBackend:
     """c_cpu as configured, or with every staged output written by non-temporal stores and
-    OpenMP threads at any size (a pipeline of its own: programs keep their builds per
-    pipeline)."""
+    OpenMP threads at any size, or with the next block prefetched and threads at any size
+    (each a pipeline of its own: programs keep their builds per pipeline)."""
     pipeline = backends.c_cpu.pipeline
     if request.param == "streaming":
         monkeypatch.setattr(backends.c.translation, "last_level_cache_bytes", lambda: 2)
         pipeline = pipeline.evolve_step("translation", parallel_min_points=0)
+    if request.param == "prefetching":
+        pipeline = pipeline.evolve_step(
+            "translation", parallel_min_points=0, sweep_prefetch=True
+        )
     return CompiledBackend(f"c_cpu_scans_{request.param}", backends.c_cpu.allocator, pipeline)
 
 
@@ -88,6 +92,15 @@ def test_an_output_contiguous_along_the_axis_goes_through_a_block_buffer(
     assert "o_x[" not in strided.source.text
     streams_all = backend.name.endswith("streaming")
     assert ("(size_t)1LL;" in contiguous.source.text) == streams_all
+
+
+def test_the_next_block_is_prefetched_only_when_asked(backend: CompiledBackend) -> None:
+    shape = (3, 9, 6)
+    source = inner_tridiagonal.with_backend(backend).lower(*_inputs(shape, 1), np.zeros(shape))
+    prefetches = backend.name.endswith("prefetching")
+    # One prefetch per input field a step of the first pass, and the note says so.
+    assert source.source.text.count("sf_prefetch_column((uintptr_t)") == (4 if prefetches else 0)
+    assert ("the next block prefetched" in source.source.text) == prefetches
 
 
 @scan_operator(axis=K, forward=True, init=0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -120,12 +121,27 @@ def test_quick_run_puts_every_bandwidth_row_against_its_roofline(quick_run):
         assert row["compute_shape"][0] < row["shape"][0]
         assert row["compute_median"] > 0 and row["compute_bound"] > row["compute_median"]
         assert row["copy_bound"] == pytest.approx(row["bytes_per_call"] / row["copy_bandwidth"])
-        slower = max(row["copy_bound"], row["compute_bound"])
-        assert row["roofline_bound"] == ("copy" if slower == row["copy_bound"] else "compute")
-        assert row["roofline_fraction"] == pytest.approx(slower / row["median"])
+        # Every sample with the copy timed before it and the probe after it; the fraction
+        # judges each sample against those, the bounds shown are their medians.
+        samples = row["roofline_samples"]
+        assert len(samples) == row["samples"]
+        assert statistics.median(s for s, _, _ in samples) == pytest.approx(row["median"])
+        assert statistics.median(c for _, c, _ in samples) == pytest.approx(row["copy_bound"])
+        assert statistics.median(p for _, _, p in samples) == pytest.approx(
+            row["compute_bound"])
+        copy = statistics.median(c / s for s, c, _ in samples)
+        compute = statistics.median(p / s for s, _, p in samples)
+        assert row["roofline_bound"] == ("copy" if copy >= compute else "compute")
+        assert row["roofline_fraction"] == pytest.approx(max(copy, compute))
     workloads_bounded = {row["workload"] for row in bandwidth}
     assert {f"roofline-{w}.png" for w in workloads_bounded} <= {p.name for p in output.iterdir()}
     assert (output / "results.png").exists()
+
+
+@pytest.mark.slow  # the quick run takes two minutes on two cores
+def test_quick_run_records_the_load_it_ran_under(quick_run):
+    (note,) = [note for note in quick_run[0]["notes"] if note.startswith("load average")]
+    assert " at the start, " in note and " at the end" in note
 
 
 def test_a_row_is_compared_with_the_copy_timed_beside_it():

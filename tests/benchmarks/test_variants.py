@@ -76,7 +76,7 @@ def test_each_row_says_the_unit_of_its_numbers(capsys):
     for line in lines[1:]:
         # Before: "median 0.222 (35.9 ms per call, 1.00x)", a number with no unit.
         assert re.search(
-            r"median \d\.\d{3} of copy bandwidth \([\d.]+ (s|ms|us|ns) per call, "
+            r"median \d+\.\d{3} of copy bandwidth \([\d.]+ (s|ms|us|ns) per call, "
             r"[\d.]+x default\)",
             line,
         ), line

@@ -84,9 +84,19 @@ class _Frame:
         return "            " + "    " * (len(self.parallel) + (1 if self.vector else 0))
 
 
+#: With ``prefetch_next``: a column's bytes from ``start``, asked for into L2 a line at a time.
+PREFETCH_COLUMN_C = r"""
+static inline void sf_prefetch_column(uintptr_t start, int64_t bytes) {
+    for (int64_t offset = 0; offset < bytes; offset += 64)
+        __builtin_prefetch((const void*)(start + (uintptr_t)offset), 0, 2);
+}
+"""
+
+
 class _SweepGenerator(_StencilGenerator):
     block = BLOCKS[0]  # set per stencil by generate_sweep
     stream_min_bytes: int | None = None  # set per stencil by generate_sweep
+    prefetch_next = False  # set per stencil by generate_sweep
     # Fields copied per block into [axis][vector] buffers: name -> (lower, upper) reach along
     # the axis. Set by generate().
     buffered: dict[str, tuple[int, int]] = {}  # noqa: RUF012
@@ -222,6 +232,29 @@ class _SweepGenerator(_StencilGenerator):
         lines.append(f"{indent}}}")
         return lines
 
+    def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
+        """At step ``step`` of the first pass, a share of the columns that follow the block's
+        (the next block's, for a thread whose block comes next in memory) of every buffered
+        field prefetched into L2: the next block's copy-in then finds them there instead of
+        waiting for memory while the sweep computes. Addresses are formed as integers: the
+        columns after the last block lie past the domain, where a prefetch does nothing."""
+        lines = [
+            f"{indent}{{",
+            f"{indent}    const int64_t pf_n = e_{vector} - b_{vector}, pf_s = {step};",
+            f"{indent}    for (int64_t w = pf_s * pf_n / (int64_t)sf_levels; "
+            "w < (pf_s + 1) * pf_n / (int64_t)sf_levels; ++w) {",
+            f"{indent}        const int64_t v = pf_n + w;",
+        ]
+        for name, (lower, upper) in self.buffered.items():
+            ctype = C_TYPES[self.program.param(name).type.dtype]
+            offset = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
+            lines.append(
+                f"{indent}        sf_prefetch_column((uintptr_t)p_{name} + (uintptr_t)"
+                f"({offset}) * sizeof({ctype}), ((int64_t)sf_levels + {upper - lower}) * "
+                f"(int64_t)sizeof({ctype}));"
+            )
+        return [*lines, f"{indent}    }}", f"{indent}}}"]
+
     def _copy_out(self, axis: str, vector: str, indent: str) -> list[str]:
         """The staged outputs' block buffers, out to their columns."""
         lines = []
@@ -293,7 +326,11 @@ class _SweepGenerator(_StencilGenerator):
             "    return failed ? -1 : 0;",
             "}",
         ]
-        helpers = (SCRATCH_C, STREAM_FENCE_C, STREAM_STORES_C) if self.staged else (SCRATCH_C,)
+        helpers: tuple[str, ...] = (
+            (SCRATCH_C, STREAM_FENCE_C, STREAM_STORES_C) if self.staged else (SCRATCH_C,)
+        )
+        if self.prefetch_next and self.buffered and frame.vector:
+            helpers += (PREFETCH_COLUMN_C,)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
     def _frame(self, plan: SweepPlan) -> _Frame:
@@ -479,6 +516,9 @@ class _SweepGenerator(_StencilGenerator):
                 f"{indent}for (int64_t x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; "
                 f"--x_{axis}) {{"
             )
+        if vector and phase == 0 and self.prefetch_next:
+            step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
+            lines += self._prefetch_next(axis, vector, step, inner)
         if vector:
             lines.append(f"{inner}#pragma omp simd")
             lines.append(
@@ -510,13 +550,16 @@ def generate_sweep(
     block: int | None = None,
     l1_bytes: int = 32 * 1024,
     streaming_min_bytes: int | None = None,
+    prefetch_next: bool = False,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``site``'s stencil, which runs scans,
     over a domain (the same signature and return value as ``codegen.generate_stencil``'s), with
     ``block`` points of the vector dimension per block (None: ``choose_block`` for the rows
     the stencil reads and an L1 data cache of ``l1_bytes``). Outputs of at least
     ``streaming_min_bytes`` over the domain (None: none) are written with non-temporal
-    stores. The translation unit defines the returned code's ``helpers`` before it."""
+    stores. With ``prefetch_next``, the first pass prefetches the columns after each block
+    into L2 while it computes (``_prefetch_next``). The translation unit defines the
+    returned code's ``helpers`` before it."""
     generator = _SweepGenerator(
         site,
         temporaries=False,
@@ -527,9 +570,11 @@ def generate_sweep(
     rows = rows_read(site.program, site.stencil)
     generator.block = block if block is not None else choose_block(rows, l1_bytes)
     generator.stream_min_bytes = streaming_min_bytes
+    generator.prefetch_next = prefetch_next
     code = generator.generate()
     how = (
         "given" if block is not None else f"chosen: {rows} rows a step, L1d {l1_bytes // 1024} KiB"
     )
-    note = f"/* sweep block: {generator.block} points ({how}) */"
+    prefetch = ", the next block prefetched" if prefetch_next else ""
+    note = f"/* sweep block: {generator.block} points ({how}){prefetch} */"
     return attrs.evolve(code, text=f"{note}\n{code.text}")

@@ -120,6 +120,8 @@ class CTranslation:
             dimension each step computes together; None: chosen per stencil from the rows
             it reads and this machine's L1 data cache
             (``backends.c.sweep_blocks.choose_block``; the generated C says which).
+        sweep_prefetch: in stencils that run scans, the first pass over each block prefetches
+            the columns of the block after it into L2 while it computes.
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
             ``streaming_stores`` leave open (None), by measuring the candidates once per machine
             (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes the
@@ -142,6 +144,7 @@ class CTranslation:
     sweep_block: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
+    sweep_prefetch: bool = False
     tuning: Tuning | None = None
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
@@ -172,6 +175,9 @@ class CTranslation:
         return (self._options(), machine, tuning, _GENERATOR_VERSION)
 
     def _options(self) -> tuple[object, ...]:
+        # sweep_prefetch only when set: the units' names (keyed on these options) of every
+        # program translated without it stay those they had before the option existed.
+        prefetch = ("sweep_prefetch",) if self.sweep_prefetch else ()
         return (
             self.temporaries,
             self.tile_sizes,
@@ -181,6 +187,7 @@ class CTranslation:
             self.temporary_rows,
             self.streaming_min_bytes,
             self.sweep_block,
+            *prefetch,
         )
 
     def __call__(self, program: CompilableProgram, /) -> ProgramSource:
@@ -258,6 +265,7 @@ class CTranslation:
                 streaming_min_bytes=(
                     None if self.streaming_stores is False else self._streaming_min_bytes()
                 ),
+                prefetch_next=self.sweep_prefetch,
             )
             return code, None
         choice = self.choose(ir, stencil, unit)
