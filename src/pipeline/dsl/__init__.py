@@ -15,9 +15,9 @@ Cartesian stencils over named dimensions, run as plain Python on an array namesp
 The map: types and builtins (``types``, ``builtins``, ``regions``); the decorators and the
 objects they make (``definitions``: what all share; ``programs``, with static arguments in
 ``static_arguments``; ``operators``, called directly through ``direct``); the frontend,
-``ConcreteDefinition`` -> ``CompilableProgram`` (``frontend``: parsing, then the IR passes of ``passes`` over the IR of
-``ir``); the argument checks (``arguments``), located arrays and their calls (``located``,
-``located_calls``) and how calls are dispatched (``calls``); the
+``ConcreteDefinition`` -> ``CompilableProgram`` (``frontend``: parsing, then the IR passes of
+``passes`` over the IR of ``ir``); the argument checks (``arguments``), located arrays and
+their calls (``located``, ``located_calls``) and how calls are dispatched (``calls``); the
 stage artifacts (``stages``) and errors (``errors``). A backend's translation reads the IR
 through ``pipeline.dsl.ir`` and starts its pipeline with ``shared_frontend``.
 """
