@@ -11,6 +11,7 @@ No ``from __future__ import annotations``: the DSL reads the annotations.
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -61,6 +62,26 @@ def forward_difference(f: IJK) -> IJK:
     return f(I + 1) - f
 
 
+class Weighted(NamedTuple):
+    first: IJK
+    weight: float64
+
+
+@field_operator
+def weighted_sum(p: Weighted) -> IJK:
+    return p.first * p.weight
+
+
+@program
+def weighted_program(p: Weighted, out: IJK):
+    weighted_sum(p, out=out)
+
+
+@program(static_domains=True)
+def difference_of_shape(f: IJK, out: IJK):
+    forward_difference(f, out=out[:-1, :, :])
+
+
 def _field(shape=SHAPE, seed=0):
     return np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
 
@@ -82,6 +103,8 @@ class Calls:
         self.below = below.with_backend(backend)
         self.scaled = scaled_from.with_backend(backend)
         self.difference = forward_difference.with_backend(backend)
+        self.weighted = weighted_program.with_backend(backend)
+        self.of_shape = difference_of_shape.with_backend(backend)
         self.host_a, self.host_b = _field(seed=1), _field(seed=2)
         self.host_f = _field((SHAPE[0] + 1, *SHAPE[1:]), seed=3)  # covers I = -1 .. 9
         self.a, self.b, self.f = (
@@ -99,6 +122,8 @@ class Calls:
             (self.scaled, (self.a, 0.5, 1, zeros)),
             (self.scaled, (self.a, 0.5), {"lo": 2, "out": zeros}),
             (self.difference, (self.a,), {"out": zeros, "domain": {I: (0, 9)}}),
+            (self.weighted, (), {"p": Weighted(self.a, 3.0), "out": zeros}),
+            (self.of_shape, (self.a, zeros)),
         ]
 
     def run_and_check(self):
@@ -121,6 +146,13 @@ class Calls:
         (out,) = _written(self.difference(a, out=out, domain={I: (0, 9)}), (out,))
         np.testing.assert_allclose(out[:9], ha[1:] - ha[:-1], rtol=1e-12)
         assert (out[9] == 7.0).all()
+        out = self.full(0.0)
+        (out,) = _written(self.weighted(p=Weighted(a, 3.0), out=out), (out,))
+        np.testing.assert_array_equal(out, ha * 3.0)
+        out = self.full(7.0)
+        (out,) = _written(self.of_shape(a, out), (out,))
+        np.testing.assert_allclose(out[:-1], ha[1:] - ha[:-1], rtol=1e-12)
+        assert (out[-1] == 7.0).all()
 
 
 def _runs_no_stage(calls):
@@ -142,8 +174,10 @@ def test_compile_many_takes_a_calls_arguments_and_the_call_then_runs_at_once(bac
     calls = Calls(getattr(backends, backend_name))
     compiled = compile_many(calls.jobs(), progress=False)
     assert [c.concrete.definition.name for c in compiled] == [
-        "pairs", "below", "scaled_from", "scaled_from", "forward_difference"
+        "pairs", "below", "scaled_from", "scaled_from", "forward_difference",
+        "weighted_program", "difference_of_shape",
     ]
+    assert dict(compiled[-1].concrete.definition.static_shapes) == {"f": SHAPE, "out": SHAPE}
     assert [c.concrete.definition.bound for c in compiled[2:4]] == [{"lo": 1}, {"lo": 2}]
     assert dict(compiled[1].concrete.definition.located) == {"f": (("I", -1),)}
     _runs_no_stage(calls)
@@ -154,7 +188,7 @@ def test_compile_many_on_a_process_pool_installs_what_the_calls_find():
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(2, mp_context=spawn) as pool:
         compiled = compile_many(calls.jobs(), executor=pool, progress=False)
-    assert len(compiled) == 5
+    assert len(compiled) == 7
     # jit=False: only the variants compile_many made run; another value is refused.
     assert len(calls.scaled.variants) == 2
     with pytest.raises(ArgumentError, match=r"no precompiled variant for lo=3"):
@@ -174,9 +208,12 @@ def test_compile_with_an_executor_compiles_what_the_call_runs():
         ]
         by_value = calls.scaled.compile(calls.a, 0.5, [1, 2], np.zeros(SHAPE), executor=pool)
         futures += list(by_value.values())
+        futures.append(calls.weighted.compile(p=Weighted(calls.a, 3.0), out=np.zeros(SHAPE),
+                                              executor=pool))
+        futures.append(calls.of_shape.compile(calls.a, np.zeros(SHAPE), executor=pool))
         for future in futures:
             future.result()
-    compile_many([calls.jobs()[-1]], progress=False)  # a field operator has no compile()
+    compile_many([calls.jobs()[4]], progress=False)  # a field operator has no compile()
     _runs_no_stage(calls)
 
 
