@@ -14,7 +14,7 @@ import ctypes
 import hashlib
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +192,13 @@ class ElementwiseFunction:
         if fast is not None and fast(*args) is not NotImplemented:
             return
         self.dispatcher.call(self.definition, args)
+
+    def compile_target(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> sf.CompileTarget[Expression, Program]:  # what compile_many compiles for a call
+        if kwargs:
+            raise TypeError(f"{self.name}() takes its arrays by position, got {sorted(kwargs)}")
+        return sf.CompileTarget(self.dispatcher, self.definition, args)
 
     def lower(self, *args: Any) -> sf.Lowered[Expression, Program]:
         return sf.Lowered.of(self.dispatcher, self.definition, args)

@@ -17,7 +17,8 @@ none of the stages' types, and a toolchain brings its own. The map:
   table per compile-time signature, checks before native code, the fast path, metrics);
   what a frontend must say of its calls is one protocol, ``CallConvention``; ``Lowered`` and
   ``Compiled`` are a program lowered, then compiled, for one signature.
-- **Scale-out** (``pipeline.runners``): ``compile_many`` over any executor.
+- **Scale-out** (``pipeline.runners``): ``compile_many`` over any executor; a program says
+  what a call with its example arguments compiles as a ``CompileTarget``.
 - **Observing**: ``subscribe`` to ``StageEvent``\\ s (``pipeline.events``), ``metrics``,
   ``fingerprint``.
 
@@ -51,7 +52,7 @@ from pipeline.errors import (
 from pipeline.events import StageEvent, StageSubscription, subscribe
 from pipeline.fingerprint import fingerprint
 from pipeline.memory_cache import MemoryStepCache
-from pipeline.runners import compile_many
+from pipeline.runners import CompileTarget, compile_many
 from pipeline.staged import Compiled, Lowered
 from pipeline.stages import (
     CompiledArtifact,
@@ -71,6 +72,7 @@ __all__ = [
     "Chain",
     "CompileError",
     "CompilePipeline",
+    "CompileTarget",
     "CompileTimeArgs",
     "Compiled",
     "CompiledArtifact",

@@ -2,7 +2,10 @@
 
 The data's path for each job (program, example arguments)::
 
-    caller   Dispatcher.concrete -> pipeline.program (the frontend), submitted at once
+    caller   program.compile_target(args, kwargs): the dispatcher, definition and executable
+             arguments the call with these arguments would run (the frontend says: its
+             variants, tuples flattened, ...), then
+             Dispatcher.concrete -> pipeline.program (the frontend), submitted at once
                | the program (the DSL's leaves its definition here), pickled; the steps,
                | pickled once per batch and unpickled once per worker process
     worker   pipeline.translate -> pipeline.compile   (idempotent: the disk caches' single
@@ -27,11 +30,11 @@ import os
 import pickle
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import attrs
 import cachetools
@@ -39,7 +42,7 @@ import cachetools
 from pipeline.config import BUILD_JOBS_VARIABLE, build_jobs
 from pipeline.errors import CompileError
 from pipeline.events import StageEvent, deliver, recorded
-from pipeline.stages import ConcreteDefinition
+from pipeline.stages import ConcreteDefinition, NamedDefinition
 from pipeline.steps import identity
 from pipeline.workflow import CompilePipeline
 
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILD_JOBS_VARIABLE",
+    "CompileTarget",
     "Dispatched",
     "build_executor",
     "compile_in_background",
@@ -58,22 +62,49 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 Pipeline = CompilePipeline[Any, Any, Any, Any, Any]
+#: A job of ``compile_many``: a program and example arguments, positional (and by keyword).
+Job = tuple["Dispatched", Sequence[Any]] | tuple["Dispatched", Sequence[Any], Mapping[str, Any]]
+
+
+D = TypeVar("D", bound=NamedDefinition)
+P = TypeVar("P")
+
+
+@attrs.frozen
+class CompileTarget(Generic[D, P]):
+    """What a call of a program with some arguments runs, so what compiling for them builds.
+
+    Attributes:
+        dispatcher: the dispatch table the call looks in (a variant's own, for a frontend
+            whose calls run variants of a program).
+        definition: what the frontend reads for this call (the program's, or a variant's).
+        args: the arguments as the executables take them (in parameter order: the
+            frontend's conversions done, such as tuples flattened to their leaves).
+    """
+
+    dispatcher: Dispatcher[D, P]
+    definition: D
+    args: tuple[Any, ...]
 
 
 class Dispatched(Protocol):
-    """What ``compile_many`` reads of a program: any toolchain's program object that owns a
-    ``Dispatcher`` (the DSL's programs and field operators do)."""
+    """What ``compile_many`` reads of a program: any toolchain's program object whose calls
+    run through a ``Dispatcher`` (the DSL's programs, field and scan operators do)."""
 
     @property
     def name(self) -> str: ...
 
-    @property
-    def definition(self) -> Any:
-        """What the program's frontend reads."""
-        ...
+    def compile_target(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> CompileTarget[Any, Any]:
+        """What the call ``self(*args, **kwargs)`` would run: compiling that target installs
+        what such a call finds, so that it runs at once.
 
-    @property
-    def dispatcher(self) -> Dispatcher[Any, Any]: ...
+        Raises:
+            ArgumentError: arguments that the call would refuse before compiling anything.
+            SourceError: the definition is not valid (when telling needs the frontend).
+        """
+        ...
 
 
 @attrs.frozen
@@ -174,9 +205,10 @@ def _frontend_runs_in_the_caller(inp: object) -> object:
     raise RuntimeError(f"the frontend runs in the caller, not in a worker (given {inp!r})")
 
 
-def _prepare(program: Dispatched, args: Sequence[Any]) -> _Job:
-    dispatcher = program.dispatcher
-    concrete = dispatcher.concrete(program.definition, tuple(args))
+def _prepare(program: Dispatched, args: Sequence[Any], kwargs: Mapping[str, Any]) -> _Job:
+    target = program.compile_target(tuple(args), kwargs)
+    dispatcher = target.dispatcher
+    concrete = dispatcher.concrete(target.definition, target.args)
     pipeline = attrs.evolve(
         dispatcher.backend.pipeline, frontend=_frontend_runs_in_the_caller, loading=identity
     )
@@ -269,27 +301,49 @@ class _Batch:
             yield index, job, future
 
 
+def _unpacked(job: Job) -> tuple[Dispatched, Sequence[Any], Mapping[str, Any]]:
+    """A job as ``(program, args, kwargs)``.
+
+    Raises:
+        TypeError: a job that is not ``(program, args)`` or ``(program, args, kwargs)``.
+    """
+    if isinstance(job, tuple) and len(job) == 3:
+        return job
+    if isinstance(job, tuple) and len(job) == 2:
+        return (*job, {})
+    raise TypeError(
+        f"compile_many takes jobs (program, args) or (program, args, kwargs), got {job!r}"
+    )
+
+
 def compile_many(
-    jobs: Iterable[tuple[Dispatched, Sequence[Any]]],
+    jobs: Iterable[Job],
     *,
     executor: Executor | None = None,
     progress: bool | None = None,
 ) -> list[Compiled[Any, Any]]:
-    """Compile every ``(program, example_args)`` and install each in its program.
+    """Compile every ``(program, example_args)`` (or ``(program, example_args, kwargs)``) and
+    install each in its program.
 
-    Each program's frontend runs in the caller and the program is submitted at once, so the
+    The example arguments are those of a call of the program (``program(*args, **kwargs)``):
+    what is compiled and installed is what that call runs (``Dispatched.compile_target``),
+    so a later call with such arguments runs at once. Each program's frontend runs in the
+    caller and the program is submitted at once, so the
     workers translate and compile while the caller runs the next frontends; results are
     loaded in the caller as they come back.
 
     Args:
-        jobs: programs with example arguments (the signature to compile for).
+        jobs: programs with example arguments as their calls take them (the DSL's: tuples
+            and named collections, located arrays, a value for each static parameter;
+            a field or scan operator's ``out=`` and ``domain=`` among ``kwargs``).
         executor: where translation and compilation run; ``None``: the executor that
             ``STENCILFORGE_BUILD_JOBS`` names (started and shut down for this call), else
             serially in the caller.
         progress: show a progress bar (tqdm); ``None``: only on a terminal.
 
     Returns:
-        In the order of ``jobs``, what ``program.compile(*args)`` returns.
+        In the order of ``jobs``, the compiled program of each call (for a program with
+        static parameters: of the variant of the values given).
 
     Raises:
         ExceptionGroup: of ``CompileError`` (and the frontends' ``SourceError``\\ s), one per
@@ -301,9 +355,9 @@ def compile_many(
     results: list[Compiled[Any, Any] | None] = [None] * len(jobs)
     with _executor(executor) as pool, _progress(len(jobs), progress) as bar:
         batch = _Batch(pool)
-        for index, (program, args) in enumerate(jobs):
+        for index, given in enumerate(jobs):
             try:
-                batch.add(index, _prepare(program, args))
+                batch.add(index, _prepare(*_unpacked(given)))
             except Exception as error:  # a frontend or argument error of one program
                 errors.append(error)
                 bar.update(1)
@@ -319,13 +373,17 @@ def compile_many(
 
 
 def compile_in_background(
-    program: Dispatched, args: Sequence[Any], executor: Executor
+    program: Dispatched,
+    args: Sequence[Any],
+    executor: Executor,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> Future[Compiled[Any, Any]]:
-    """``program.compile(*args)`` on ``executor``: a ``Future`` of the ``Compiled``, loaded and
-    installed in the caller's process when the worker is done."""
+    """``program.compile(*args, **kwargs)`` on ``executor``: a ``Future`` of the ``Compiled``
+    of what the call ``program(*args, **kwargs)`` runs, loaded and installed in the caller's
+    process when the worker is done."""
     done: Future[Compiled[Any, Any]] = Future()
     try:
-        job = _prepare(program, args)
+        job = _prepare(program, args, kwargs or {})
     except Exception as error:  # the frontend's error, delivered as the future's
         done.set_exception(error)
         return done

@@ -20,7 +20,6 @@ from pipeline.dsl.frontend.source import captured_values, with_captured_globals
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.tuple_arguments import Nesting, flatten_arguments, has_tuples
 from pipeline.errors import SourceError
-from pipeline.staged import Lowered
 
 __all__ = ["Definition"]
 
@@ -175,10 +174,3 @@ class Definition:
         if not self._parameter_names:
             self.frontend()
         return self._parameter_names[0]
-
-    def _lower(
-        self, definition: ProgramDefinition, args: tuple[Any, ...]
-    ) -> Lowered[ProgramDefinition, CompilableProgram]:
-        lowered = Lowered.of(self._dispatcher, definition, self._leaves(args) if args else args)
-        self._remembered(lowered.program)
-        return lowered

@@ -15,10 +15,12 @@ from typing import Any
 
 from pipeline.dispatch import bind_arguments
 from pipeline.dsl.evaluation import flattened
+from pipeline.dsl.located import LocatedArray
 from pipeline.dsl.stages import ScanSettings
 from pipeline.dsl.types import Dimension
+from pipeline.errors import ArgumentError
 
-__all__ = ["direct_domain", "scan_call", "scan_call_dims"]
+__all__ = ["direct_domain", "refuse_located_scan_arrays", "scan_call", "scan_call_dims"]
 
 _DOMAIN_FORMS = (
     "a tuple of slices of the output (domain=(slice(1, -1), slice(None))), a dict of absolute "
@@ -79,6 +81,24 @@ def _bounds(name: str, domain: dict[Any, Any]) -> tuple[tuple[str, int, int], ..
             )
         bounds.append((dim.name, int(pair[0]), int(pair[1])))
     return tuple(sorted(bounds))
+
+
+def refuse_located_scan_arrays(name: str, values: tuple[Any, ...]) -> None:
+    """Refuse located arrays (``pipeline.dsl.located``) in a direct call of the scan operator
+    ``name``: its arrays' dimensions are named by their ranks (``scan_call_dims``), so a
+    located array's own dimensions could never be its parameter's.
+
+    Raises:
+        ArgumentError: naming the operator and saying what to pass instead.
+    """
+    if any(type(leaf) is LocatedArray for value in values for leaf in flattened(value)):
+        raise ArgumentError(
+            f"scan operator {name!r} called directly takes plain arrays (their dimensions "
+            "come from their ranks, the scan's axis last), not located arrays; call it from "
+            f"a @program whose parameters name the dimensions ({name}(..., out=...) in its "
+            "body) and pass the located arrays to the program, or pass the plain arrays "
+            "(located(...).array) with domain= in their element indices"
+        )
 
 
 def scan_call(

@@ -1,10 +1,11 @@
 """Program calls with located arrays: check their dimensions, key a variant on their origins.
 
-``Program._call`` hands a call here when one of its leaves is a ``LocatedArray``
-(``pipeline.dsl.located``). Each located argument's dimensions must be its parameter's;
-its origins (where not 0) become a ``ProgramDefinition.located`` variant of the program,
-whose IR the ``array_origins`` pass reads in the outputs' element indices; the variant runs
-through the program's own dispatcher on the plain arrays (ADR 0026)::
+``Program._call`` (and a field operator's direct call, ``op(located(a, ...), out=x)``) hands
+a call here when one of its leaves is a ``LocatedArray`` (``pipeline.dsl.located``). Each
+located argument's dimensions must be its parameter's; its origins (where not 0) become a
+``ProgramDefinition.located`` variant of the program, whose IR the ``array_origins`` pass
+reads in the outputs' element indices; the variant runs through the program's own
+dispatcher on the plain arrays (ADR 0026)::
 
     program(f_located, out)  ->  check dims  ->  definition.located = (("f", (("I", -1),)),)
                              ->  dispatcher.call(variant, (f, out))
@@ -60,8 +61,13 @@ def has_located(leaves: Sequence[Any]) -> bool:
     return any(type(leaf) is LocatedArray for leaf in leaves)
 
 
-def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
+def call_with_located(
+    program: LocatedCaller, leaves: Sequence[Any], called: ProgramDefinition | None = None
+) -> Any:
     """Run ``program`` on ``leaves`` (one per parameter of its executables, some located).
+
+    ``called``: the definition the call runs when it is not the program's own (a direct
+    call's, with its ``domain=``), of the same parameters and outputs.
 
     Returns:
         What the program's call returns.
@@ -71,7 +77,7 @@ def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
         DomainError: the arrays do not cover the reads; the message's indices are the
             arrays' elements, and a note says where the located ones lie on the grid.
     """
-    definition, plain = located_variant(program, leaves)
+    definition, plain = located_variant(program, leaves, called)
     try:
         return program.dispatcher.call(definition, plain)
     except DomainError as error:
@@ -79,7 +85,7 @@ def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
             raise
         ir = _VARIANTS[program.definition].ir
         where = "; ".join(
-            f"{ir.shown(name)!r} {_described(dict(origin))}"
+            f"{_shown(ir, name)!r} {_described(dict(origin))}"
             for name, origin in definition.located
         )
         raise DomainError(
@@ -88,10 +94,14 @@ def call_with_located(program: LocatedCaller, leaves: Sequence[Any]) -> Any:
 
 
 def located_variant(
-    program: LocatedCaller, leaves: Sequence[Any]
+    program: LocatedCaller, leaves: Sequence[Any], called: ProgramDefinition | None = None
 ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
     """The definition a call with ``leaves`` runs (the program's own, or its variant for the
     located arguments' origins), and the leaves with the located arrays unwrapped.
+
+    ``called``: the definition the call runs when it is not the program's own (a direct
+    call's, with its ``domain=``: the same parameters and outputs, read from the program's
+    own IR); its variant is made anew, and found in the dispatch table by value.
 
     Raises:
         ArgumentError: a located array for a scalar parameter, or whose dimensions are not
@@ -102,6 +112,8 @@ def located_variant(
     variants = _VARIANTS.get(definition)
     if variants is None:
         variants = _VARIANTS[definition] = _Variants(program.frontend().ir)
+    if called is not None and called is not definition:
+        definition, variants = called, _Variants(variants.ir)
     ir = variants.ir
     plain = tuple(leaf.array if type(leaf) is LocatedArray else leaf for leaf in leaves)
     if len(leaves) != len(ir.params):
@@ -124,7 +136,7 @@ def _origins(
     ir: ProgramIR, name: str, expected: object, leaf: LocatedArray
 ) -> tuple[tuple[str, int], ...]:
     """The located argument's origins where not 0, once its dimensions are checked."""
-    shown = ir.shown(name)
+    shown = _shown(ir, name)
     if not isinstance(expected, FieldType):
         raise ArgumentError(
             f"argument {shown!r} of {ir.name}() is a scalar parameter ({expected}); pass a "
@@ -146,13 +158,22 @@ def _check_output_origins(ir: ProgramIR, origins: dict[str, tuple[tuple[str, int
         found = {t.name: dict(origins.get(t.name, ())) for t in stencil.outputs}
         if len({tuple(sorted(o.items())) for o in found.values()}) > 1:
             listed = "; ".join(
-                f"{ir.shown(name)!r} {_described(origin)}" for name, origin in found.items()
+                f"{_shown(ir, name)!r} {_described(origin)}" for name, origin in found.items()
             )
             raise ArgumentError(
                 f"{ir.name}(): the outputs of the call of {stencil.operator_name!r} have "
                 f"different origins ({listed}); give them the same origin, or write them in "
                 "separate calls"
             )
+
+
+def _shown(ir: ProgramIR, name: str) -> str:
+    """Parameter ``name`` as the user writes it: ``t[1][0]``, or a direct call's output
+    (``frontend.direct_calls`` names them ``__out0``, ...) as ``out=`` or ``out=[1]``."""
+    if name.startswith("__out"):
+        outputs = [p.name for p in ir.params if p.name.startswith("__out")]
+        return "out=" if len(outputs) == 1 else f"out=[{name.removeprefix('__out')}]"
+    return ir.shown(name)
 
 
 def _described(origin: dict[str, int]) -> str:

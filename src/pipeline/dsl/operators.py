@@ -8,7 +8,7 @@ program of one call on their backend (``direct.py`` makes that call's definition
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 import attrs
@@ -16,7 +16,7 @@ import attrs
 from pipeline.dispatch import bind_arguments, user_facing
 from pipeline.dsl.default_backend import DEFAULT
 from pipeline.dsl.definitions import Definition
-from pipeline.dsl.direct import direct_domain, scan_call
+from pipeline.dsl.direct import direct_domain, refuse_located_scan_arrays, scan_call
 from pipeline.dsl.evaluation import (
     current_output_domain,
     embedded_evaluation,
@@ -28,9 +28,11 @@ from pipeline.dsl.evaluation import (
     per_output,
 )
 from pipeline.dsl.frontend.operators import parse_scan_operator
+from pipeline.dsl.located_calls import call_with_located, has_located, located_variant
 from pipeline.dsl.stages import CompilableProgram, ProgramDefinition, ScanSettings
 from pipeline.dsl.types import Dimension, Named, record_of
 from pipeline.errors import SourceError
+from pipeline.runners import CompileTarget
 from pipeline.staged import Lowered
 
 __all__ = ["FieldOperator", "ScanOperator", "field_operator", "scan_operator"]
@@ -60,7 +62,28 @@ class FieldOperator(Definition):
                 function = self._embedded_function()
                 return evaluate_per_domain(self.name, function, args, kwargs, out, domain)
             return self._evaluate_embedded(args, kwargs, in_domain(out, domain))
-        return self._dispatcher.call(*self._direct_call(args, kwargs, out, domain))
+        definition, leaves = self._direct_call(args, kwargs, out, domain)
+        if has_located(leaves):  # the variant for their origins, as a program's (ADR 0026)
+            return call_with_located(self, leaves, definition)
+        return self._dispatcher.call(definition, leaves)
+
+    def compile_target(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> CompileTarget[ProgramDefinition, CompilableProgram]:
+        """What the direct call ``self(*args, **kwargs)`` runs (``out=`` and ``domain=``
+        among ``kwargs``): the program of that one call, for located arrays the variant of
+        their origins, and its executables' arguments (``pipeline.runners.Dispatched``).
+
+        Raises:
+            TypeError, ArgumentError: as the direct call would.
+            DSLError: the definition is not valid DSL (when located arrays need its IR).
+        """
+        rest = dict(kwargs)
+        out, domain = rest.pop("out", None), rest.pop("domain", None)
+        definition, leaves = self._direct_call(args, rest, out, domain)
+        if has_located(leaves):
+            definition, leaves = located_variant(self, leaves, definition)
+        return CompileTarget(self._dispatcher, definition, leaves)
 
     def lower(
         self, *args: Any, out: Any = None, domain: Any = None, **kwargs: Any
@@ -72,7 +95,8 @@ class FieldOperator(Definition):
             TypeError, ArgumentError: as the direct call would.
             DSLError: the definition is not valid DSL.
         """
-        return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
+        target = self.compile_target(args, {**kwargs, "out": out, "domain": domain})
+        return Lowered.of(target.dispatcher, target.definition, target.args)
 
     def _direct_call(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
@@ -202,9 +226,24 @@ class ScanOperator(Definition):
         """
         return Lowered.of(self._dispatcher, *self._direct_call(args, kwargs, out, domain))
 
+    def compile_target(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> CompileTarget[ProgramDefinition, CompilableProgram]:
+        """What the direct call ``self(*args, **kwargs)`` runs (``out=`` and ``domain=``
+        among ``kwargs``): the program of that one call and its executables' arguments
+        (``pipeline.runners.Dispatched``).
+
+        Raises:
+            TypeError, ArgumentError: as the direct call would.
+        """
+        rest = dict(kwargs)
+        out, domain = rest.pop("out", None), rest.pop("domain", None)
+        return CompileTarget(self._dispatcher, *self._direct_call(args, rest, out, domain))
+
     def _direct_call(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, domain: Any
     ) -> tuple[ProgramDefinition, tuple[Any, ...]]:
+        refuse_located_scan_arrays(self.name, (*args, *kwargs.values(), *flattened(out)))
         changes, leaves = scan_call(self.name, self.function, self.settings, args, kwargs, out)
         changes.update(direct_domain(self.name, domain, flattened(out)))
         return attrs.evolve(self.definition, **changes), leaves

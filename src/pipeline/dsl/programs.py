@@ -30,6 +30,7 @@ from pipeline.dsl.static_arguments import (
     static_names,
 )
 from pipeline.dsl.tuple_arguments import flatten_arguments
+from pipeline.runners import CompileTarget, compile_in_background
 from pipeline.staged import Lowered
 
 __all__ = ["Program", "program"]
@@ -167,6 +168,30 @@ class Program(Definition):
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         return bind_arguments(self.name, self._parameters(), args, kwargs)
 
+    def compile_target(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> CompileTarget[ProgramDefinition, CompilableProgram]:
+        """What the call ``self(*args, **kwargs)`` runs (``pipeline.runners.Dispatched``):
+        the dispatcher, the definition (this program's; the variant for located arrays'
+        origins; for static parameters or domains, the variant of the values and shapes,
+        made and remembered here) and the executables' arguments (tuples flattened, located
+        arrays unwrapped). ``compile_many`` and ``compile(executor=...)`` compile it.
+
+        Raises:
+            ArgumentError: the arguments do not match the parameters, a located array does
+                not fit its parameter, or a static parameter is given no single number.
+            DSLError: the definition is not valid DSL.
+        """
+        if self._static is not None:
+            return self._static.target(args, dict(kwargs))
+        bound = self._bind(args, dict(kwargs)) if kwargs else args
+        leaves = self._leaves(bound) if bound else bound
+        if has_located(leaves):  # the variant for their origins (ADR 0026)
+            return CompileTarget(self._dispatcher, *located_variant(self, leaves))
+        if self.static_shapes:
+            refuse_other_shapes(self, leaves)
+        return CompileTarget(self._dispatcher, self.definition, leaves)
+
     def lower(self, *args: Any, **kwargs: Any) -> Lowered[ProgramDefinition, CompilableProgram]:
         """Frontend and translation for example ``args``: the IR and the generated source.
 
@@ -180,11 +205,10 @@ class Program(Definition):
         """
         if self._static is not None:
             return self._static.lower(args, kwargs)
-        bound = self._bind(args, kwargs) if kwargs else args
-        leaves = self._leaves(bound) if bound else bound
-        if has_located(leaves):  # the variant for their origins (ADR 0026)
-            return Lowered.of(self._dispatcher, *located_variant(self, leaves))
-        return self._lower(self.definition, bound)
+        target = self.compile_target(args, kwargs)
+        lowered = Lowered.of(target.dispatcher, target.definition, target.args)
+        self._remembered(lowered.program)
+        return lowered
 
     def compile(self, *args: Any, executor: Executor | None = None, **kwargs: Any) -> Any:
         """``self.lower(*args).compile()``: the compiled program for ``args``'s signature,
@@ -192,7 +216,7 @@ class Program(Definition):
 
         With ``executor`` (any ``concurrent.futures.Executor``) translation and compilation
         run there and a ``Future`` of the compiled program is returned (see
-        ``pipeline.compile_many``).
+        ``pipeline.compile_many``); either way what is compiled is ``compile_target``'s.
 
         A program with static parameters compiles one variant per value given: a list or
         tuple of values for a static parameter, several such parameters their product; it
@@ -206,10 +230,7 @@ class Program(Definition):
             return self._static.compile(args, kwargs, executor)
         if executor is None:
             return self.lower(*args, **kwargs).compile()
-        from pipeline.runners import compile_in_background  # noqa: PLC0415  (runners imports us)
-
-        bound = self._bind(args, kwargs) if kwargs else args
-        return compile_in_background(self, self._leaves(bound) if bound else bound, executor)
+        return compile_in_background(self, args, executor, kwargs)
 
 
 @overload

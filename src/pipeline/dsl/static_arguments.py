@@ -38,6 +38,7 @@ from pipeline.errors import ArgumentError
 if TYPE_CHECKING:
     from pipeline.dsl.programs import Program
     from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+    from pipeline.runners import CompileTarget
     from pipeline.staged import Lowered
 
 __all__ = ["StaticVariants", "check_static_params"]
@@ -170,6 +171,35 @@ class StaticVariants:
             compiled[values] = variant.compile(*others, executor=executor)
             self._remember(key, variant)
         return compiled if self._program.static_params else compiled[()]
+
+    def target(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> CompileTarget[ProgramDefinition, CompilableProgram]:
+        """What ``call`` runs for these arguments: the target of the variant of their values
+        (and shapes), made and remembered here (``compile_many`` precompiles it, so that
+        with ``jit=False`` too the calls find it).
+
+        Raises:
+            ArgumentError: a missing or unknown argument, or a static parameter given
+                several values or an unhashable one (give one job per value).
+        """
+        names = self._names if self._names is not None else self._read_parameters()
+        bound = bind_arguments(self._program.name, names, args, kwargs)
+        for name, position in zip(self._program.static_params, self._positions, strict=True):
+            if isinstance(bound[position], list | tuple):
+                raise ArgumentError(
+                    f"argument {name!r} of {self._program.name}() is static: a call (and so "
+                    f"a compile_many job) gives it one value, got {bound[position]!r}; give "
+                    f"one job per value, or {self._program.name}.compile(..., {name}=[...])"
+                )
+        try:
+            key = self._key(bound)
+        except TypeError:
+            raise self._unhashable(bound) from None
+        except AttributeError:  # a field argument that is no array: its variant refuses it
+            key = (*_typed_values(self._positions)(bound), *map(_shape, bound))
+        variant = self._variant(key, bound, precompiling=True)
+        return variant.compile_target(self._others_of(bound), {})
 
     def variants(self) -> tuple[Program, ...]:
         """The variants made so far, in the order they were made."""

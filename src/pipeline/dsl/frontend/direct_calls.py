@@ -98,7 +98,8 @@ def _program(
         slices = _slices(definition, name, output_type, own, loc)
         outputs.append(OutputTarget(out_name, slices))
     stencil = Stencil((), results, tuple(outputs), name, loc=loc)
-    return ProgramIR(name, tuple(params), (stencil,), loc=loc)
+    # Located arrays' origins (ADR 0026): the array_origins pass reads them, as a program's.
+    return ProgramIR(name, tuple(params), (stencil,), loc=loc, origins=definition.located)
 
 
 def _slices(
