@@ -25,6 +25,7 @@ from pipeline.dsl import (
     int64,
     located,
     program,
+    staggered,
 )
 from pipeline.errors import ArgumentError
 
@@ -297,3 +298,25 @@ def test_a_shifted_read_lands_on_the_grid_index_or_is_refused_for_the_missing_pa
         return
     run(*args)
     np.testing.assert_array_equal(out, f[wanted[0] - f_origin : wanted[1] - f_origin])
+
+
+def test_an_array_located_over_cells_is_refused_for_a_parameter_over_edges():
+    """A staggered dimension shares its counterpart's axis name, but not its points (ADR 0027):
+    the dims check compares dimensions, not axis names. A check made before any backend runs,
+    so the default backend shows it for all."""
+    IHalf = staggered(I)
+    IHalfF = Field[[IHalf], float64]
+
+    @field_operator
+    def copied(e: IHalfF) -> IHalfF:
+        return e
+
+    @program
+    def copy_edges(e: IHalfF, out: IHalfF):
+        copied(e, out=out)
+
+    edges, out = np.arange(5.0), np.zeros(5)
+    with pytest.raises(ArgumentError, match=r"located over \[I\].*over \[IHalf\]"):
+        copy_edges(located(edges, (I,)), out)
+    copy_edges(located(edges, (IHalf,)), out)
+    np.testing.assert_array_equal(out, edges)

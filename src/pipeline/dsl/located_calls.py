@@ -142,10 +142,10 @@ def _origins(
             f"argument {shown!r} of {ir.name}() is a scalar parameter ({expected}); pass a "
             "number, not a located array"
         )
-    if leaf.dim_names != expected.dim_names:
+    if leaf.dims != expected.dims:  # Dimensions, not axis names: I is not IHalf
         raise ArgumentError(
-            f"argument {shown!r} of {ir.name}() is located over [{', '.join(leaf.dim_names)}], "
-            f"but its parameter is over [{', '.join(expected.dim_names)}]; pass "
+            f"argument {shown!r} of {ir.name}() is located over [{_listed(leaf.dims)}], "
+            f"but its parameter is over [{_listed(expected.dims)}]; pass "
             "an array over the parameter's dimensions, in its order (transpose it, or fix dims=)"
         )
     return tuple((d, o) for d, o in zip(leaf.dim_names, leaf.origin, strict=True) if o)
@@ -174,6 +174,10 @@ def _shown(ir: ProgramIR, name: str) -> str:
         outputs = [p.name for p in ir.params if p.name.startswith("__out")]
         return "out=" if len(outputs) == 1 else f"out=[{name.removeprefix('__out')}]"
     return ir.shown(name)
+
+
+def _listed(dims: Sequence[object]) -> str:
+    return ", ".join(str(dim) for dim in dims)
 
 
 def _described(origin: dict[str, int]) -> str:
