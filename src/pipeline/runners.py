@@ -305,12 +305,15 @@ def _unpacked(job: Job) -> tuple[Dispatched, Sequence[Any], Mapping[str, Any]]:
     """A job as ``(program, args, kwargs)``.
 
     Raises:
-        TypeError: a job that is not ``(program, args)`` or ``(program, args, kwargs)``.
+        TypeError: a job that is not ``(program, args)`` or ``(program, args, kwargs)`` (a
+            tuple or a list).
     """
-    if isinstance(job, tuple) and len(job) == 3:
-        return job
-    if isinstance(job, tuple) and len(job) == 2:
-        return (*job, {})
+    if isinstance(job, tuple | list) and len(job) == 3:
+        program, args, kwargs = job
+        return program, args, kwargs
+    if isinstance(job, tuple | list) and len(job) == 2:
+        program, args = job
+        return program, args, {}
     raise TypeError(
         f"compile_many takes jobs (program, args) or (program, args, kwargs), got {job!r}"
     )

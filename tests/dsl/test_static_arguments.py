@@ -27,6 +27,7 @@ from pipeline.dsl import (
     field_operator,
     float64,
     int32,
+    located,
     program,
 )
 from pipeline.errors import ArgumentError
@@ -280,3 +281,64 @@ def test_each_distinct_value_makes_one_variant_that_computes_as_bound(values):
         static(a, 2.0, value, 3, out)
         np.testing.assert_array_equal(out, _expected(a, 2.0, int(value), 3))
     assert sorted(v.bound["lo"] for v in static.variants) == sorted({int(v) for v in values})
+
+
+def test_a_static_domain_variant_refuses_located_arrays_of_other_shapes_too():
+    """A located array's shape is its array's: a variant compiled for (8, 5, 6) computed 8
+    rows of a 9-row located output without a word (found in review). A check before any
+    backend runs: the default backend shows it for all."""
+    shape = (8, 5, 6)
+    interior(np.ones(shape), np.zeros(shape))
+    variant = next(v for v in interior.variants if v.static_shapes["a"] == shape)
+    bigger = np.zeros((9, 5, 6))
+    with pytest.raises(DomainError, match=r"argument 'out' of interior\(\) has shape"):
+        variant(np.ones(shape), located(bigger, (I, J, K)))
+    with pytest.raises(DomainError, match=r"argument 'a' of interior\(\) has shape"):
+        variant(located(np.ones((10, 5, 6)), (I, J, K), {I: -1}), bigger)
+    assert not bigger.any()
+
+
+def test_a_static_domain_program_keys_located_arrays_by_their_shape():
+    """The program itself runs the variant of each located array's shape, by compile() and
+    lower() too (they raised AttributeError: found in review)."""
+    a, out = np.arange(9.0 * 5 * 6).reshape(9, 5, 6), np.zeros((9, 5, 6))
+    interior(located(a, (I, J, K)), located(out, (I, J, K)))
+    expected = np.zeros((9, 5, 6))
+    expected[1:-1, :, 2:] = a[2:, :, 2:] - a[:-2, :, 2:]
+    np.testing.assert_array_equal(out, expected)
+    assert interior.lower(located(a, (I, J, K)), out).ir.name == "interior"
+
+
+def test_an_unhashable_static_value_is_an_argument_error_in_compile_and_lower():
+    for entry in (STATIC.lower, STATIC.compile):
+        with pytest.raises(ArgumentError, match="argument 'lo' of shifted_from\\(\\) is static"):
+            entry(np.ones(SHAPE), 1.0, np.array([1]), 0, np.zeros(SHAPE))
+
+
+@field_operator
+def _over(a: F, s: float64) -> F:
+    return a / s
+
+
+@pytest.mark.parametrize("pair", [(0.0, -0.0), (-0.0, 0.0)])
+def test_minus_zero_and_zero_are_two_variants(pair):
+    """``-0.0 == 0.0`` and both hash alike, but ``1 / -0.0`` is ``-inf``: a variant bound to
+    one must not serve the other (found in review: the second call ran the first's code)."""
+
+    @program(static_params=("s",))
+    def divided(a: F, s: float64, out: F):
+        _over(a, s, out=out)
+
+    for s in pair:
+        out = np.zeros(SHAPE)
+        with np.errstate(divide="ignore"):
+            divided(np.ones(SHAPE), s, out)
+            assert (out == 1.0 / np.float64(s)).all()
+    assert len(divided.variants) == 2
+
+
+def test_every_nan_finds_the_one_nan_variant():
+    static = _make(static_params=("s",))
+    for _ in range(3):
+        static(np.ones(SHAPE), float("nan"), 0, 3, np.zeros(SHAPE))
+    assert len(static.variants) == 1

@@ -242,3 +242,12 @@ def test_a_job_of_another_shape_is_refused_saying_what_a_job_is():
     (error,) = info.value.exceptions
     assert isinstance(error, TypeError)
     assert "jobs (program, args) or (program, args, kwargs)" in str(error)
+
+
+def test_a_job_may_be_a_list_as_before():
+    """``[program, args]`` was a job before jobs took keywords (found in review)."""
+    program_ = scaled_from.with_backend(backends.c_cpu)
+    f, out = _field(), np.zeros(SHAPE)
+    compile_many([[program_, [f, 0.5, 2, out]]], progress=False)
+    program_(f, 0.5, 2, out)  # jit=False: it runs only what was precompiled
+    np.testing.assert_array_equal(out[2:], f[2:] * 0.5)

@@ -39,6 +39,11 @@ class LocatedArray:
     origin: tuple[int, ...]
 
     @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's shape (a static-domain program keys its variants by it)."""
+        return tuple(self.array.shape)
+
+    @property
     def dim_names(self) -> tuple[str, ...]:
         """The dimensions' names, in axis order."""
         return tuple(dim.name for dim in self.dims)

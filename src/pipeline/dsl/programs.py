@@ -151,10 +151,10 @@ class Program(Definition):
             args = self._bind(args, kwargs)
         nesting = self._tuple_nesting()
         leaves = args if nesting is None else flatten_arguments(self.name, nesting, args)
+        if self.static_shapes:  # located arrays too: their shape is their array's
+            refuse_other_shapes(self, leaves)
         if has_located(leaves):  # the variant for their origins (ADR 0026)
             return call_with_located(self, leaves)
-        if self.static_shapes:
-            refuse_other_shapes(self, leaves)
         dispatcher = self._dispatcher
         if nesting is None:
             return dispatcher.call(self.definition, args)
@@ -186,10 +186,10 @@ class Program(Definition):
             return self._static.target(args, dict(kwargs))
         bound = self._bind(args, dict(kwargs)) if kwargs else args
         leaves = self._leaves(bound) if bound else bound
-        if has_located(leaves):  # the variant for their origins (ADR 0026)
-            return CompileTarget(self._dispatcher, *located_variant(self, leaves))
         if self.static_shapes:
             refuse_other_shapes(self, leaves)
+        if has_located(leaves):  # the variant for their origins (ADR 0026)
+            return CompileTarget(self._dispatcher, *located_variant(self, leaves))
         return CompileTarget(self._dispatcher, self.definition, leaves)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered[ProgramDefinition, CompilableProgram]:

@@ -128,10 +128,8 @@ class StaticVariants:
         try:
             key = self._key(args)
             variant = self._table.get(key)
-        except TypeError:
-            raise self._unhashable(args) from None
-        except AttributeError:  # a field argument that is no array: its variant refuses it
-            key = (*_typed_values(self._positions)(args), *map(_shape, args))
+        except (TypeError, AttributeError):  # unhashable, or a field that is no array
+            key = self._checked_key(args)
             variant = self._table.get(key)
         if variant is None:
             variant = self._variant(key, args, precompiling=False)
@@ -165,7 +163,7 @@ class StaticVariants:
             call = list(bound)
             for position, value in zip(self._positions, values, strict=True):
                 call[position] = value
-            key = self._key(tuple(call))
+            key = self._checked_key(tuple(call))
             variant = self._variant(key, tuple(call), precompiling=True, remember=False)
             others = [call[i] for i in self._others]
             compiled[values] = variant.compile(*others, executor=executor)
@@ -192,13 +190,7 @@ class StaticVariants:
                     f"a compile_many job) gives it one value, got {bound[position]!r}; give "
                     f"one job per value, or {self._program.name}.compile(..., {name}=[...])"
                 )
-        try:
-            key = self._key(bound)
-        except TypeError:
-            raise self._unhashable(bound) from None
-        except AttributeError:  # a field argument that is no array: its variant refuses it
-            key = (*_typed_values(self._positions)(bound), *map(_shape, bound))
-        variant = self._variant(key, bound, precompiling=True)
+        variant = self._variant(self._checked_key(bound), bound, precompiling=True)
         return variant.compile_target(self._others_of(bound), {})
 
     def variants(self) -> tuple[Program, ...]:
@@ -212,8 +204,24 @@ class StaticVariants:
         """The ``lower`` of the variant of ``args``'s values (nothing is remembered)."""
         names = self._names if self._names is not None else self._read_parameters()
         bound = bind_arguments(self._program.name, names, args, kwargs)
-        variant = self._variant(self._key(bound), bound, precompiling=True, remember=False)
+        variant = self._variant(self._checked_key(bound), bound, precompiling=True, remember=False)
         return variant.lower(*[bound[i] for i in self._others])
+
+    def _checked_key(self, args: tuple[Any, ...]) -> Key:
+        """``args``'s key, where the fast key function fails: an unhashable static value is
+        refused; a field argument that is no array keys by what it is (its variant refuses it).
+
+        Raises:
+            ArgumentError: an unhashable static value, naming it.
+        """
+        try:
+            key = self._key(args)
+            hash(key)
+        except TypeError:
+            raise self._unhashable(args) from None
+        except AttributeError:
+            key = (*_typed_values(self._positions)(args), *map(_shape, args))
+        return key
 
     def _first_key(self, args: tuple[Any, ...]) -> Key:
         if self._names is None:
@@ -365,8 +373,16 @@ def _typed_values(positions: tuple[int, ...]) -> Callable[[tuple[Any, ...]], Key
     alike but are different arguments (of which one fits the parameter's dtype)."""
     if len(positions) == 1:
         (position,) = positions
-        return lambda args: ((args[position].__class__, args[position]),)
-    return lambda args: tuple([(args[i].__class__, args[i]) for i in positions])
+        return lambda args: (_value_key(args[position]),)
+    return lambda args: tuple([_value_key(args[i]) for i in positions])
+
+
+def _value_key(value: Any) -> tuple[type, Any]:
+    """A static value as a key: its type, and for a float its bits (``-0.0 == 0.0`` and NaN
+    is unequal to itself, but each is a constant of its own in the code)."""
+    if isinstance(value, float | np.floating):
+        return value.__class__, float(value).hex()
+    return value.__class__, value
 
 
 _SHAPE = operator.attrgetter("shape")
@@ -405,7 +421,7 @@ def _picker(positions: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any
 
 def _plain_key(values: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]) -> Key:
     """A variant's key by plain values (a NumPy scalar's number) and shapes by name."""
-    return (tuple((type(v), v) for v in values.values()), tuple(sorted(shapes.items())))
+    return (tuple(_value_key(v) for v in values.values()), tuple(sorted(shapes.items())))
 
 
 def _describe(
