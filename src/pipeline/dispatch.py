@@ -251,6 +251,20 @@ class Dispatcher(Generic[D, P]):
         # Held while a signature compiles: concurrent first calls build it once.
         self._lock = threading.Lock()
 
+    def refuse_unless_compiled(self, name: str) -> None:
+        """Refuse to compile ``name`` ahead of its calls on a backend that does not compile.
+
+        Raises:
+            RuntimeError: the backend's pipeline does not compile (an embedded backend runs
+                the Python definition itself), saying what to do.
+        """
+        if not self.backend.pipeline.compiles:
+            raise RuntimeError(
+                f"{name!r} runs on the embedded backend {self.backend.name!r}: embedded "
+                "programs are not compiled; use .with_backend(<a compiled backend>), e.g. "
+                "backends.c_cpu, to compile"
+            )
+
     def concrete(self, definition: D, args: tuple[Any, ...]) -> ConcreteDefinition[D]:
         """``definition`` with the compile-time arguments of ``args`` (none without ``args``)."""
         if not args:

@@ -208,6 +208,7 @@ def _frontend_runs_in_the_caller(inp: object) -> object:
 def _prepare(program: Dispatched, args: Sequence[Any], kwargs: Mapping[str, Any]) -> _Job:
     target = program.compile_target(tuple(args), kwargs)
     dispatcher = target.dispatcher
+    dispatcher.refuse_unless_compiled(program.name)
     concrete = dispatcher.concrete(target.definition, target.args)
     pipeline = attrs.evolve(
         dispatcher.backend.pipeline, frontend=_frontend_runs_in_the_caller, loading=identity

@@ -71,12 +71,7 @@ class Lowered(Generic[D, P]):
                 definition itself).
         """
         dispatcher = self._dispatcher
-        if not dispatcher.backend.pipeline.compiles:
-            raise RuntimeError(
-                f"{self.concrete.definition.name!r} runs on the embedded backend "
-                f"{dispatcher.backend.name!r}: embedded programs are not compiled; use "
-                ".with_backend(<a compiled backend>), e.g. backends.c_cpu, to compile"
-            )
+        dispatcher.refuse_unless_compiled(self.concrete.definition.name)
         found = dispatcher.compiled(self.concrete, lowered=(self.program, self.source))
         return Compiled(dispatcher, self.concrete, found)
 

@@ -251,3 +251,17 @@ def test_a_job_may_be_a_list_as_before():
     compile_many([[program_, [f, 0.5, 2, out]]], progress=False)
     program_(f, 0.5, 2, out)  # jit=False: it runs only what was precompiled
     np.testing.assert_array_equal(out[2:], f[2:] * 0.5)
+
+
+def test_compile_many_refuses_an_embedded_program_as_compile_does():
+    """``.compile()`` on an embedded backend says embedded programs are not compiled;
+    ``compile_many`` ran their identity pipeline and installed nothing a call uses."""
+    program_ = scaled_from.with_backend(backends.embedded_numpy)
+    job_args = (_field(), 0.5, 2, np.zeros(SHAPE))
+    with pytest.raises(RuntimeError, match="embedded programs are not compiled") as direct:
+        program_.compile(*job_args[:2], [2], job_args[3])
+    with pytest.raises(ExceptionGroup) as info:
+        compile_many([(program_, job_args)], progress=False)
+    (error,) = info.value.exceptions
+    assert isinstance(error, RuntimeError)
+    assert str(error) == str(direct.value)
