@@ -209,6 +209,9 @@ def test_deferred_measurements_run_once_each_in_order_within_the_budget():
 def test_the_static_prior_is_rows_and_streaming_with_shifted_locals_else_prefetching():
     assert static_prediction(candidates(True, None, None)).describe() == ROWS_STREAMING
     assert static_prediction(candidates(False, None, None)).describe() == (
+        "temporaries, tiles 64x16, prefetch 1 along the outermost, streaming stores"
+    )
+    assert static_prediction(candidates(False, None, (8, 32))).describe() == (
         "temporaries, tiles 8x32, prefetch 4, streaming stores"
     )
     assert static_prediction(candidates(True, False, None)).describe() == (

@@ -193,7 +193,8 @@ def test_stencils_without_shifted_locals_measure_prefetching_and_streaming_once_
     other = stencils.clip_program.with_backend(backend).lower(inp, inp.copy()).as_text()
 
     note = notes(text)["laplacian"]
-    assert re.match(r"temporaries, tiles 8x32, (prefetch 4|no prefetch)(, streaming stores)? "
+    assert re.match(r"temporaries, tiles (8x32, (prefetch 4|no prefetch)|64x16, prefetch 1 along "
+                    r"the outermost)(, streaming stores)? "
                     r"\(measured: for every stencil without shifted locals, on ", note)
     # Another such stencil reads the same record: the same variant, nothing measured.
     assert notes(other)["clipped"] == note
@@ -202,8 +203,10 @@ def test_stencils_without_shifted_locals_measure_prefetching_and_streaming_once_
     assert [variant.describe() for variant, _, _ in record.timings] == [
         "temporaries, tiles 8x32, prefetch 4",
         "temporaries, tiles 8x32, no prefetch",
+        "temporaries, tiles 64x16, prefetch 1 along the outermost",
         "temporaries, tiles 8x32, prefetch 4, streaming stores",
         "temporaries, tiles 8x32, no prefetch, streaming stores",
+        "temporaries, tiles 64x16, prefetch 1 along the outermost, streaming stores",
     ]
 
 
@@ -389,6 +392,19 @@ def candidate_backends(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Co
         for way in (True, False)
         for tiles in ((8, 32), (2, 3))
         for streaming in (False, True)
+    } | {
+        f"outer-{'x'.join(map(str, tiles))}": private_backend(
+            root / "cache",
+            compiler,
+            CTranslation(
+                prefetch_outer=True,
+                tile_sizes=tiles,
+                streaming_stores=True,
+                streaming_min_bytes=0,
+                parallel_min_points=0,
+            ),
+        )
+        for tiles in ((64, 16), (3, 2))
     }
 
 
@@ -405,6 +421,28 @@ def test_the_corpus_has_programs_with_temporaries():
 @pytest.mark.parametrize("case", TEMPORARY_CASES, ids=lambda case: case.name)
 def test_each_candidate_matches_the_numpy_reference(case, variant, candidate_backends):
     case.check_on(candidate_backends[variant], f"on {variant}")
+
+
+@pytest.mark.parametrize("variant", ["outer-64x16", "outer-3x2"])
+@pytest.mark.parametrize("case", corpus.CASES, ids=lambda case: case.name)
+def test_rows_prefetched_along_the_outermost_dimension_match_the_numpy_reference(
+    case, variant, candidate_backends
+):
+    # Every tiled stencil of the corpus, with shifted locals or without, on the parallel path
+    # with its rows prefetched along the outermost dimension (past the tile, past the array:
+    # the prefetch addresses are integers, never dereferenced).
+    case.check_on(candidate_backends[variant], f"on {variant}")
+
+
+def test_the_candidate_prefetching_along_the_outermost_dimension_asks_for_l2(tmp_path):
+    translation = CTranslation(prefetch_outer=True, streaming_stores=False)
+    backend = private_backend(tmp_path / "cache", CompilerWrapper(tmp_path / "cc"), translation)
+    inp = np.zeros((10, 9, 4))
+    text = stencils.lap.with_backend(backend).lower(inp, inp.copy()).as_text()
+    # laplacian reads I + 1 at the farthest: one row beyond it, along I, into L2 (locality 2).
+    assert "(x_I + 2) * s_inp_0 + (x_J + 0) * s_inp_1" in text
+    assert re.search(r"__builtin_prefetch\(\(const void\*\)\(r0 \+ \(uintptr_t\)q\), 0, 2\)", text)
+    assert "tiles 64x16, prefetch 1 along the outermost (default: one candidate)" in text
 
 
 # --------------------------------------------------------------------------- streaming stores

@@ -63,6 +63,7 @@ class _StencilGenerator(StencilGenerator):
         prefetch_distance: int,
         streaming_min_bytes: int | None = None,
         rows: bool = False,
+        prefetch_outer: bool = False,
         inner_extent: int | None = None,
     ) -> None:
         super().__init__(site, temporaries=temporaries)
@@ -83,7 +84,8 @@ class _StencilGenerator(StencilGenerator):
         self.streaming_min_bytes = streaming_min_bytes
         # Rows make long tiles along the outermost outer dimension cheap: the sweep crosses
         # a tile's width of positions per step along it, time enough to prefetch rows ahead.
-        self.prefetch_dim = self.dims[0] if rows and self.temporaries and len(self.dims) > 1 else None
+        outer = prefetch_outer or (rows and bool(self.temporaries))
+        self.prefetch_dim = self.dims[0] if outer and len(self.dims) > 1 else None
         self.streamed = self._streamed() if streaming_min_bytes is not None else ()
         self.vectorized = self._vectorized()
 
@@ -272,6 +274,7 @@ def generate_stencil(
     prefetch_distance: int = 4,
     streaming_min_bytes: int | None = None,
     rows: bool = False,
+    prefetch_outer: bool = False,
     inner_extent: int | None = None,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``site``'s stencil over a domain.
@@ -279,7 +282,8 @@ def generate_stencil(
     The function takes the argument struct and the domain (``lo``/``hi`` per iteration
     dimension) and returns 0, or -1 when a temporary could not be allocated.
     ``prefetch_distance``: how many sweep positions ahead rows are prefetched on the parallel
-    path (0: no prefetching). ``streaming_min_bytes``: None, or the outputs' size over the
+    path (0: no prefetching), along the innermost outer dimension, or with ``rows`` or
+    ``prefetch_outer`` along the outermost one. ``streaming_min_bytes``: None, or the outputs' size over the
     domain from which the parallel path writes them with streaming stores (the outputs that
     are contiguous along the inner dimension and not read by the stencil). ``inner_extent``:
     None, or the domain's extent along the inner dimension, compiled in as a constant
@@ -294,5 +298,6 @@ def generate_stencil(
         prefetch_distance=prefetch_distance,
         streaming_min_bytes=streaming_min_bytes,
         rows=rows,
+        prefetch_outer=prefetch_outer,
         inner_extent=inner_extent,
     ).generate()

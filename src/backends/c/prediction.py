@@ -7,8 +7,8 @@ is built instead with a predicted variant at once, and measured afterwards
 
 The prediction is a static prior: the variant that won most of the measurements in ADR
 0009's notes, temporaries in rows with streaming stores where locals are shifted, prefetching
-with streaming stores where not (then one record per machine serves every such stencil, so
-the prediction is used once per machine). Streaming stores only act on domains whose outputs
+rows ahead along the outermost dimension into L2 with streaming stores where not (then one
+record per machine serves every such stencil, so the prediction is used once per machine). Streaming stores only act on domains whose outputs
 exceed half the last-level cache, so predicting them costs small domains nothing.
 
 Measured against (``python -m benchmarks.tuning_figures agreement``, ADR 0009's notes): on the
@@ -33,11 +33,12 @@ STATIC_PRIOR = "the variant measured fastest most often (ADR 0009)"
 
 def _preference(variant: Variant) -> tuple[int, ...]:
     """Smaller is preferred: rows, then whole-tile buffers, then recomputation; streaming
-    stores; the default prefetch distance."""
+    stores; rows prefetched along the outermost dimension; the default prefetch distance."""
     way = 0 if variant.temporary_rows else (1 if variant.temporaries else 2)
     return (
         way,
         0 if variant.streaming_stores else 1,
+        0 if variant.prefetch_outer else 1,
         0 if variant.prefetch_distance == DEFAULT_PREFETCH_DISTANCE else 1,
     )
 

@@ -120,6 +120,9 @@ class CTranslation:
             dimension each step computes together; None: chosen per stencil from the rows
             it reads and this machine's L1 data cache
             (``backends.c.sweep_blocks.choose_block``; the generated C says which).
+        prefetch_outer: prefetch rows ahead along the outermost outer dimension into L2
+            (``backends.c.variants.Variant``); None: a candidate of a stencil without
+            shifted locals where the tiles and the distance are open too, else not.
         sweep_prefetch: in stencils that run scans, the first pass over each block prefetches
             the columns of the block after it into L2 while it computes.
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
@@ -144,6 +147,7 @@ class CTranslation:
     sweep_block: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
+    prefetch_outer: bool | None = None
     sweep_prefetch: bool = False
     tuning: Tuning | None = None
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
@@ -175,9 +179,12 @@ class CTranslation:
         return (self._options(), machine, tuning, _GENERATOR_VERSION)
 
     def _options(self) -> tuple[object, ...]:
-        # sweep_prefetch only when set: the units' names (keyed on these options) of every
-        # program translated without it stay those they had before the option existed.
-        prefetch = ("sweep_prefetch",) if self.sweep_prefetch else ()
+        # sweep_prefetch and prefetch_outer only when set: the units' names (keyed on these
+        # options) of every program translated without them stay those they had before the
+        # options existed.
+        prefetch: tuple[object, ...] = ("sweep_prefetch",) if self.sweep_prefetch else ()
+        if self.prefetch_outer is not None:
+            prefetch += (("prefetch_outer", self.prefetch_outer),)
         return (
             self.temporaries,
             self.tile_sizes,
@@ -224,6 +231,7 @@ class CTranslation:
             self.prefetch_distance,
             self.streaming_stores,
             self.temporary_rows,
+            self.prefetch_outer,
         )
         if isinstance(found, Choice):
             return found
@@ -238,6 +246,7 @@ class CTranslation:
             prefetch_distance=self.prefetch_distance,
             streaming_stores=self.streaming_stores,
             temporary_rows=self.temporary_rows,
+            prefetch_outer=self.prefetch_outer,
             parallel_min_points=self.parallel_min_points,
             streaming_min_bytes=self._streaming_min_bytes(),
         )
@@ -279,6 +288,7 @@ class CTranslation:
                 self._streaming_min_bytes() if choice.variant.streaming_stores else None
             ),
             rows=choice.variant.temporary_rows,
+            prefetch_outer=choice.variant.prefetch_outer,
             inner_extent=specialization.stencil_inner_extent(ir, stencil, extents),
         )
         note = f"/* {code.name} ({stencil.operator_name}): {choice.describe()} */"

@@ -326,6 +326,7 @@ class Tuning:
         streaming_stores: bool | None,
         parallel_min_points: int,
         temporary_rows: bool | None = None,
+        prefetch_outer: bool | None = None,
         streaming_min_bytes: int,
     ) -> Choice:
         """The variant of ``stencil``: the only candidate, the recorded choice, else as
@@ -339,6 +340,7 @@ class Tuning:
             prefetch_distance,
             streaming_stores,
             temporary_rows,
+            prefetch_outer,
         )
         if isinstance(found, Choice):
             return found
@@ -423,6 +425,7 @@ def _request(
             prefetch_distance=variant.prefetch_distance,
             streaming_min_bytes=streaming_min_bytes if variant.streaming_stores else None,
             rows=variant.temporary_rows,
+            prefetch_outer=variant.prefetch_outer,
         )
         for number, variant in enumerate(found)
     ]

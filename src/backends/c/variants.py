@@ -26,6 +26,8 @@ __all__ = [
     "DEFAULT_PREFETCH_DISTANCE",
     "DEFAULT_TILE_SIZES",
     "DEFAULT_VARIANT",
+    "OUTER_PREFETCH_DISTANCE",
+    "OUTER_PREFETCH_TILE_SIZES",
     "PREFETCH_CANDIDATES",
     "ROW_PREFETCH_DISTANCE",
     "ROW_TILE_CANDIDATES",
@@ -62,6 +64,16 @@ DEFAULT_PREFETCH_DISTANCE = 4
 #: compilation is what a first build pays for).
 PREFETCH_CANDIDATES = (DEFAULT_PREFETCH_DISTANCE, 0)
 
+#: The tiles of the candidate of a stencil without shifted locals that prefetches rows ahead
+#: along the outermost outer dimension into L2 (``Variant.prefetch_outer``): long along it,
+#: so that the rows ahead are the tile's own, and narrow along the next, so that the rows of
+#: the positions just behind stay in L1 (on the Zen 4 VM one thread ran laplacian's large
+#: grid 1.6x faster than with the default tiles and prefetch: ADR 0009, 2026-12-05 notes).
+OUTER_PREFETCH_TILE_SIZES = (64, 16)
+
+#: Rows ahead, beyond the farthest row read, that ``OUTER_PREFETCH_TILE_SIZES`` prefetches.
+OUTER_PREFETCH_DISTANCE = 1
+
 
 @attrs.frozen
 class Variant:
@@ -73,7 +85,8 @@ class Variant:
         tile_sizes: tile extents of the outer dimensions (the last ones).
         prefetch_distance: sweep positions ahead that the parallel path prefetches the rows
             it will touch first (0: no software prefetching): along the innermost outer
-            dimension, or with ``temporary_rows`` along the outermost one (into L2).
+            dimension into L1, or with ``temporary_rows`` or ``prefetch_outer`` along the
+            outermost one into L2.
         streaming_stores: on the parallel path of a domain whose outputs exceed half the
             last-level cache, outputs contiguous along the inner dimension are written with
             non-temporal stores (and not prefetched).
@@ -81,6 +94,10 @@ class Variant:
             sweep still reads (``backends.c.tile_plan``: a ring of a few positions along the
             outermost outer dimension where a read lags its store), instead of the whole
             tile: small enough for L1/L2 whatever the tile's length along that dimension.
+        prefetch_outer: prefetch rows ahead along the outermost outer dimension into L2, as
+            ``temporary_rows`` always does, instead of positions ahead along the innermost
+            outer one into L1. A demand miss waits in the core's window; an L2 prefetch far
+            enough ahead lets the sweep's arithmetic run while the next rows arrive.
     """
 
     temporaries: bool
@@ -88,16 +105,25 @@ class Variant:
     prefetch_distance: int = DEFAULT_PREFETCH_DISTANCE
     streaming_stores: bool = False
     temporary_rows: bool = False
+    prefetch_outer: bool = False
+
+    @property
+    def prefetches_outer(self) -> bool:
+        """Whether the rows are prefetched along the outermost outer dimension (into L2)."""
+        return self.prefetch_outer or self.temporary_rows
 
     def describe(self) -> str:
         """In words: ``temporaries, tiles 8x32, prefetch 4``, ``temporary rows, tiles
-        256x32, prefetch 4, streaming stores`` or ``recompute, tiles 16x64, no prefetch``."""
+        256x32, prefetch 4, streaming stores``, ``temporaries, tiles 64x16, prefetch 1 along
+        the outermost`` or ``recompute, tiles 16x64, no prefetch``."""
         if not self.temporaries:
             how = "recompute"
         else:
             how = "temporary rows" if self.temporary_rows else "temporaries"
         text = f"{how}, tiles {'x'.join(str(size) for size in self.tile_sizes)}, "
         text += f"prefetch {self.prefetch_distance}" if self.prefetch_distance else "no prefetch"
+        if self.prefetch_outer and self.prefetch_distance:
+            text += " along the outermost"
         if self.streaming_stores:
             text += ", streaming stores"
         return text
@@ -158,6 +184,7 @@ def candidates(
     prefetch_distance: int | None = None,
     streaming_stores: bool | None = None,
     temporary_rows: bool | None = None,
+    prefetch_outer: bool | None = None,
     tile_candidates: Sequence[tuple[int, ...]] = TILE_CANDIDATES,
     row_tile_candidates: Sequence[tuple[int, ...]] = ROW_TILE_CANDIDATES,
 ) -> tuple[Variant, ...]:
@@ -173,16 +200,34 @@ def candidates(
     shapes of their own). One without them generates the same code either way and streams its fields
     once whatever the tiles: the default tiles, and the distances of
     ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth on one machine and
-    gained hdiff a fifth on another, ADR 0009).
+    gained hdiff a fifth on another, ADR 0009); with tiles, distance and ``prefetch_outer``
+    open, also ``OUTER_PREFETCH_TILE_SIZES`` prefetching along the outermost outer
+    dimension. ``prefetch_outer=True`` makes every candidate prefetch along it (at
+    ``OUTER_PREFETCH_TILE_SIZES`` and ``OUTER_PREFETCH_DISTANCE`` where those are open for a
+    stencil without shifted locals).
     """
     stores = (False, True) if streaming_stores is None else (streaming_stores,)
     if not has_temporaries:
         way = True if temporaries is None else temporaries
+        if prefetch_outer:
+            rows_ahead = OUTER_PREFETCH_DISTANCE if prefetch_distance is None else prefetch_distance
+            return tuple(
+                Variant(way, tile_sizes or OUTER_PREFETCH_TILE_SIZES, rows_ahead, store,
+                        prefetch_outer=True)
+                for store in stores
+            )
         shape = tile_sizes or DEFAULT_TILE_SIZES
         distances = PREFETCH_CANDIDATES if prefetch_distance is None else (prefetch_distance,)
-        return tuple(
-            Variant(way, shape, distance, store) for store in stores for distance in distances
-        )
+        outer = prefetch_outer is None and tile_sizes is None and prefetch_distance is None
+        found = []
+        for store in stores:
+            found += [Variant(way, shape, distance, store) for distance in distances]
+            if outer:
+                found.append(
+                    Variant(way, OUTER_PREFETCH_TILE_SIZES, OUTER_PREFETCH_DISTANCE, store,
+                            prefetch_outer=True)
+                )
+        return tuple(found)
     ways: list[tuple[bool, bool]] = []
     for way in (True, False) if temporaries is None else (temporaries,):
         if not way:
@@ -202,7 +247,7 @@ def candidates(
             if distance is None:
                 distance = ROW_PREFETCH_DISTANCE if rows else DEFAULT_PREFETCH_DISTANCE
             for shape in tuple(shapes) if tile_sizes is None else (tile_sizes,):
-                found.append(Variant(way, shape, distance, store, rows))
+                found.append(Variant(way, shape, distance, store, rows, bool(prefetch_outer)))
     return tuple(found)
 
 
@@ -214,6 +259,7 @@ def choose_unmeasured(
     prefetch_distance: int | None = None,
     streaming_stores: bool | None = None,
     temporary_rows: bool | None = None,
+    prefetch_outer: bool | None = None,
 ) -> Choice | tuple[Variant, ...]:
     """The choice for ``stencil`` when the options leave one candidate, else the candidates
     to measure (the first is the default)."""
@@ -225,6 +271,7 @@ def choose_unmeasured(
         prefetch_distance,
         streaming_stores,
         temporary_rows,
+        prefetch_outer,
     )
     if len(found) > 1:
         return found
