@@ -8,29 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    IJKb,
-    IJKi32,
-    arguments,
-    at,
-    away_from_zero,
-    bools,
-    dom,
-    ints,
-    sentinel,
-    ties,
-)
-from pipeline.dsl import (
-    field_operator,
-    program,
-    where,
-)
+from pipeline.dsl import field_operator, program, where
+
+from .cases import OUT, F, Feature, arguments, at, away_from_zero, bools, dom, ints, sentinel, ties
+from .grid import IJK, SHAPE, I, IJKb, IJKi32
 
 FLOAT_ARITHMETIC = Feature("float arithmetic")
 COMPARISONS = Feature("comparisons")

@@ -7,18 +7,10 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK32,
-    OUT,
-    F,
-    Feature,
-    I,
-    IJKi32,
-    IJKi64,
-    arguments,
-    ints,
-)
 from pipeline.dsl import astype, field_operator, float32, int32, int64, program
+
+from .cases import OUT, F, Feature, arguments, ints
+from .grid import IJK32, I, IJKi32, IJKi64
 
 BOUND_ARGUMENTS = Feature("bound arguments")
 

@@ -8,34 +8,10 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJ,
-    IJK,
-    IK,
-    KF,
-    OUT,
-    SCALAR,
-    SHAPE,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    IJKb,
-    J,
-    K,
-    MissingHalo,
-    arguments,
-    at,
-    at_ij,
-    dom,
-)
-from pipeline.dsl import (
-    concat_where,
-    field_operator,
-    int32,
-    int64,
-    program,
-)
+from pipeline.dsl import concat_where, field_operator, int32, int64, program
+
+from .cases import OUT, SCALAR, F, Feature, MissingHalo, arguments, at, at_ij, dom
+from .grid import IJ, IJK, IK, KF, SHAPE, SHAPE_2D, I, IJKb, J, K
 
 BROADCASTING = Feature("broadcasting")
 SHIFTS_AND_DOMAINS = Feature("shifts and domains")

@@ -7,25 +7,6 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    IJK32,
-    OUT,
-    F,
-    Feature,
-    I,
-    IJKb,
-    IJKi32,
-    IJKi64,
-    J,
-    K,
-    arguments,
-    at,
-    bools,
-    dom,
-    ints,
-    nonzero_ints,
-)
 from pipeline.dsl import (
     Field,
     astype,
@@ -38,6 +19,9 @@ from pipeline.dsl import (
     minimum,
     program,
 )
+
+from .cases import OUT, F, Feature, arguments, at, bools, dom, ints, nonzero_ints
+from .grid import IJK, IJK32, I, IJKb, IJKi32, IJKi64, J, K
 
 ASTYPE = Feature("astype")
 DTYPES_AND_LITERALS = Feature("dtypes and literals")

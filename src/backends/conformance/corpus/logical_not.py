@@ -8,8 +8,10 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import IJK, OUT, SCALAR, F, Feature, I, arguments, at, dom
 from pipeline.dsl import field_operator, float64, program
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom
+from .grid import IJK, I
 
 LOGICAL_NOT = Feature("not of bool scalars")
 

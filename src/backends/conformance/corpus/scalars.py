@@ -7,32 +7,10 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    IJK32,
-    OUT,
-    SCALAR,
-    F,
-    Feature,
-    IJKb,
-    IJKi32,
-    IJKi64,
-    J,
-    arguments,
-    at,
-    bools,
-    dom,
-    ints,
-)
-from pipeline.dsl import (
-    bool_,
-    field_operator,
-    float32,
-    float64,
-    int32,
-    int64,
-    program,
-)
+from pipeline.dsl import bool_, field_operator, float32, float64, int32, int64, program
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, bools, dom, ints
+from .grid import IJK, IJK32, IJKb, IJKi32, IJKi64, J
 
 SCALAR_PARAMETERS = Feature("scalar parameters")
 SCALAR_CONTROL_FLOW = Feature("scalar control flow")

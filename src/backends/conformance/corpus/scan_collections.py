@@ -11,9 +11,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from backends.conformance.corpus.cases import IJK, OUT, F, Feature, K, arguments
-from backends.conformance.corpus.direct_calls import DirectCall
 from pipeline.dsl import field_operator, float64, maximum, program, scan_operator
+
+from .cases import OUT, F, Feature, arguments
+from .direct_calls import DirectCall
+from .grid import IJK, K
 
 SCAN_COLLECTIONS = Feature("collections as scan carries")
 

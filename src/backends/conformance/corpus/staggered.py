@@ -9,18 +9,10 @@ Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ 
 annotations``, since the DSL reads the annotations.
 """
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-)
 from pipeline.dsl import Field, field_operator, float64, program, staggered
+
+from .cases import OUT, F, Feature, arguments
+from .grid import IJK, SHAPE, I, J, K
 
 STAGGERED_DIMENSIONS = Feature("staggered dimensions")
 

@@ -8,18 +8,10 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SCALAR,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    K,
-    arguments,
-)
 from pipeline.dsl import concat_where, field_operator, float64, int64, program
+
+from .cases import OUT, SCALAR, F, Feature, arguments
+from .grid import IJK, SHAPE, I, K
 
 STATIC_ARGUMENTS = Feature("static arguments")
 _I_END = SHAPE[0]

@@ -7,24 +7,10 @@ annotations``, since the DSL reads the annotations.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SCALAR,
-    F,
-    Feature,
-    I,
-    J,
-    arguments,
-    at,
-    dom,
-)
-from pipeline.dsl import (
-    field_operator,
-    float64,
-    program,
-    where,
-)
+from pipeline.dsl import field_operator, float64, program, where
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom
+from .grid import IJK, I, J
 
 REFERENCE_WORKLOADS = Feature("reference workloads")
 
