@@ -1,7 +1,6 @@
 """Arithmetic, comparisons, boolean logic and ``where``.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 from typing import Any

@@ -1,8 +1,7 @@
 """Programs with scalar parameters bound to values (``Program.with_bound_args``): constants
 of the parameters' dtypes, folded into the code, no longer arguments of the calls.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import numpy as np

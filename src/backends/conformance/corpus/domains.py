@@ -1,8 +1,7 @@
 """Broadcasting, shifts, out slices and ``domain=``, boundary conditions, and the
 programs whose reach misses their input (not cases: they must raise ``DomainError``).
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 

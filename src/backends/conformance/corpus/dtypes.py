@@ -1,7 +1,6 @@
 """Casts with ``astype``, each dtype, literals typed like NumPy 2 weak scalars, 0-D fields.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 

@@ -2,8 +2,7 @@
 literals (``~`` of a Python bool is -2 where the definition runs; ``not`` is logical
 everywhere).
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import numpy as np

@@ -1,7 +1,6 @@
 """Scalar parameters and control flow on scalars (``if``, conditional expressions).
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 

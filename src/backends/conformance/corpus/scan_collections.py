@@ -2,8 +2,7 @@
 received as a collection of fields by a field operator, written by a program and a direct
 call into ``out=`` collections.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import dataclasses

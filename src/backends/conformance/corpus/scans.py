@@ -1,8 +1,7 @@
 """Vertical scans: forward and backward, tuple carries, the tridiagonal solve and
 the vertical advection of the harness's workloads.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 

@@ -2,8 +2,7 @@
 static_domains=True)``): each call runs the variant compiled for its static values (and its
 fields' shapes), in which they are constants of the code.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import numpy as np

@@ -1,7 +1,6 @@
 """Tuple returns, tuple parameters and nested tuple values; programs' tuple parameters.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 

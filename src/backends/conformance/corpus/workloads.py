@@ -1,7 +1,6 @@
 """The reference workloads of the design: the laplacian and COSMO's horizontal diffusion.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
