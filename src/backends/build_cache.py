@@ -38,7 +38,7 @@ from backends.cache import build_directories, configured_cache_directory, sweep_
 from backends.cache_inventory import enforce_size_bound
 from pipeline.caching import make_private
 from pipeline.errors import CacheDegradedWarning, DamagedArtifactError
-from pipeline.fingerprint import fingerprint_bytes
+from pipeline.fingerprint import fingerprint, fingerprint_bytes
 from pipeline.stages import CompiledArtifact, ProgramSource
 
 __all__ = ["COMPLETE_MARKER", "BuildCache", "BuildSpace", "content_hash", "verified_bytes"]
@@ -164,14 +164,16 @@ class BuildCache:
             lock.release()
 
     def program(
-        self, source: ProgramSource, name: str, make: Callable[[Path], Path]
+        self, step: object, source: ProgramSource, suffix: str, make: Callable[[Path], Path]
     ) -> CompiledArtifact:
-        """``source``'s artifact: ``make(workdir)`` builds its file in a fresh work directory
-        (``build``), which is published as ``builds/name`` (``publish``).
+        """``step``'s artifact of ``source``: ``make(workdir)`` builds its file in a fresh work
+        directory (``build``), which is published (``publish``) as
+        ``builds/<entry point>.<key><suffix>``, the key a digest of ``step`` and the source.
 
         Raises:
             whatever ``make`` raises.
         """
+        name = f"{source.entry_point}.{fingerprint((step, source.text))[:24]}{suffix}"
 
         def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
             path, digest = self.publish(space, make(workdir), name)

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 import platformdirs
 
@@ -44,8 +44,9 @@ from pipeline.config import (
     cache_url,
     toolchain_dir,
 )
+from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
 from pipeline.shared_cache import SharedStepCache, required_cache_secret, shared_store
-from pipeline.stages import CompiledArtifact, ProgramSource
+from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
 from pipeline.steps import Step
 from pipeline.workflow import CompilePipeline
 
@@ -158,6 +159,16 @@ def step_cache(
 In = TypeVar("In")
 Prog = TypeVar("Prog")
 Exe = TypeVar("Exe")
+
+#: The pipeline of a compiled backend of the DSL (``cached_pipeline`` with the shared
+#: frontend): DSL definitions in, source, an artifact, and ``Exe``, what its loading makes.
+CompiledPipeline: TypeAlias = CompilePipeline[
+    ConcreteDefinition[ProgramDefinition],
+    CompilableProgram,
+    ProgramSource,
+    CompiledArtifact,
+    Exe,
+]
 
 
 def cached_pipeline(

@@ -35,8 +35,16 @@ from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verifi
 from backends.clike.compiler import CompilationError
 from pipeline.caching import ensure_private_directory
 from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
+from pipeline.fingerprint import source_digest
 
-__all__ = ["Extension", "build_environment", "imported", "private_root", "published"]
+__all__ = [
+    "Extension",
+    "build_environment",
+    "extension_fingerprint",
+    "imported",
+    "private_root",
+    "published",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -73,6 +81,13 @@ def build_environment() -> tuple[object, ...]:
         np.__version__,
         np.get_include(),
     )
+
+
+def extension_fingerprint(*build: object, code: Sequence[ModuleType]) -> tuple[object, ...]:
+    """An extension build's ``__fingerprint__``: ``build`` (its compiler, the compiler's
+    identity, flags), :func:`build_environment`, and a digest of ``code`` (the modules its
+    source and its build come from) and of this module. Not where the extension is kept."""
+    return (*build, *build_environment(), source_digest(*code, sys.modules[__name__]))
 
 
 def private_root(directory: str, fallback: str | None, what: str) -> Path:

@@ -20,14 +20,11 @@ from backends.c.specialization import compile_time_args
 from backends.c.translation import CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
-from backends.cache import cached_pipeline, step_cache, toolchain_directory
+from backends.cache import CompiledPipeline, cached_pipeline, step_cache, toolchain_directory
 from backends.clike.compiler import CompilationError
 from pipeline.caching import ensure_private_directory
 from pipeline.config import tuning
 from pipeline.dsl.frontend.step import shared_frontend
-from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
-from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
-from pipeline.workflow import CompilePipeline
 
 __all__ = [
     "CCompilation",
@@ -46,13 +43,7 @@ __all__ = [
     "measure_deferred",
 ]
 
-CPipeline = CompilePipeline[
-    ConcreteDefinition[ProgramDefinition],
-    CompilableProgram,
-    ProgramSource,
-    CompiledArtifact,
-    CompiledProgram,
-]
+CPipeline = CompiledPipeline[CompiledProgram]
 
 
 def c_cpu_pipeline(

@@ -20,17 +20,17 @@ from pathlib import Path
 
 import attrs
 
-from backends.build_cache import BuildCache, BuildSpace
+from backends.build_cache import BuildCache
 from backends.c import support, units
 from backends.c.units import split_units
 from backends.clike.compiler import (
     CompilationError,
     compiler_identity,
     made_again_where_unpickled,
+    step_fingerprint,
 )
 from backends.clike.source import C_SOURCE
-from pipeline.caching import package_version
-from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
+from pipeline.fingerprint import fingerprint, fingerprint_bytes
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = [
@@ -135,15 +135,13 @@ class CCompilation:
         return made_again_where_unpickled(self)
 
     def __fingerprint__(self) -> object:
-        # Not the build directory: where a build lands does not change what it is, and a
-        # fleet's machines (their caches in different homes) share builds by this key.
-        return (
+        support_c = fingerprint_bytes(support.SUPPORT_C.encode())  # linked into every build
+        return step_fingerprint(
             self.compiler,
             self.command_flags,
             self.compiler_identity,
-            package_version(),
-            source_digest(sys.modules[__name__], units, support),
-            fingerprint_bytes(support.SUPPORT_C.encode()),  # linked into every build
+            support_c,
+            code=(sys.modules[__name__], units, support),
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
@@ -155,16 +153,8 @@ class CCompilation:
         self.require_compiler()
         # Every directory on the way to a published object must be ours alone: whoever can
         # write one of them can replace code that will be loaded (BuildCache refuses them).
-        key = fingerprint((self, source.text))[:24]
-        name = f"{source.entry_point}.{key}.so"
-
-        def build(space: BuildSpace, workdir: Path) -> CompiledArtifact:
-            built = self._build(source, workdir)
-            path, content_hash = builds.publish(space, built, name)
-            return CompiledArtifact(str(path), content_hash, source.entry_point, source)
-
         builds = BuildCache(Path(self.build_directory))
-        return builds.build(source.entry_point, build)
+        return builds.program(self, source, ".so", lambda workdir: self._build(source, workdir))
 
     def require_compiler(self) -> None:
         """Nothing, when the compiler ran when this step was made.

@@ -28,20 +28,19 @@ from types import ModuleType
 
 import attrs
 
-from backends import extensions
 from backends.c import launch_abi, launcher_source
 from backends.c.compilation import default_compiler
 from backends.c.launcher_source import LAUNCHER_C, LAUNCHER_MODULE
 from backends.clike.compiler import CompilationError, compiler_identity
 from backends.extensions import (
     Extension,
-    build_environment,
+    extension_fingerprint,
     imported,
     private_root,
     published,
 )
 from pipeline.errors import DamagedArtifactError
-from pipeline.fingerprint import fingerprint, source_digest
+from pipeline.fingerprint import fingerprint
 
 __all__ = ["LAUNCHER_FLAGS", "Launcher"]
 
@@ -92,12 +91,11 @@ class Launcher:
 
     def __fingerprint__(self) -> object:
         # Everything the built extension depends on; not where it is kept.
-        return (
+        return extension_fingerprint(
             self.compiler,
             self.flags,
             self.compiler_identity,
-            *build_environment(),
-            source_digest(sys.modules[__name__], launcher_source, launch_abi, extensions),
+            code=(sys.modules[__name__], launcher_source, launch_abi),
         )
 
     @property

@@ -4,8 +4,8 @@
 flags and source: the compiler's ``--version`` banner and the CPU ``-march=native`` resolves
 to. Compilation steps ask it when they are made and keep it in their fingerprints
 (``backends.c``'s C programs, ``backends.dace``'s C++ builds), so that fingerprinting a step
-runs nothing; ``made_again_where_unpickled`` makes such a step ask again on the machine it
-is sent to.
+runs nothing (``step_fingerprint`` adds what every such fingerprint holds);
+``made_again_where_unpickled`` makes such a step ask again on the machine it is sent to.
 """
 
 from __future__ import annotations
@@ -16,15 +16,23 @@ import os
 import platform
 import shutil
 import subprocess
+import types
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from pipeline.caching import make_private
-from pipeline.fingerprint import fingerprint, fingerprint_bytes
+from pipeline.caching import make_private, package_version
+from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 
-__all__ = ["CompilationError", "compiler_identity", "made_again_where_unpickled"]
+__all__ = [
+    "CompilationError",
+    "compiler_identity",
+    "made_again_where_unpickled",
+    "run_compiler",
+    "step_fingerprint",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -115,6 +123,46 @@ def _ask_compiler(compiler: str) -> str:
         (line.split()[-1] for line in march.splitlines() if line.strip().startswith("-march=")), ""
     )
     return f"{banner.strip()} march={arch}"
+
+
+def run_compiler(
+    command: Sequence[str],
+    *,
+    kind: str,
+    install: str,
+    compiling: str,
+    kept: str,
+    error: type[Exception] = CompilationError,
+) -> None:
+    """Run the compiler ``command`` (``command[0]`` the compiler, a ``kind`` one) to its end.
+
+    Raises:
+        error: it cannot run (why, and ``install``: what to do), or it failed compiling
+            ``compiling`` (its exit status, where the sources are ``kept``, the command and
+            the end of its error output).
+    """
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as cause:
+        raise error(
+            f"cannot run the {kind} compiler {command[0]!r} ({cause}); {install}"
+        ) from cause
+    if result.returncode != 0:
+        raise error(
+            f"compiling {compiling} with {command[0]} failed (exit {result.returncode}); "
+            f"{kept}\n{' '.join(command)}\n{result.stderr[-4000:]}"
+        )
+
+
+def step_fingerprint(*build: object, code: Iterable[types.ModuleType]) -> tuple[object, ...]:
+    """A compilation step's ``__fingerprint__``: ``build`` (what it builds with: its compiler,
+    flags and the compiler's identity), then the stencilforge version and a digest of
+    ``code``, the modules whose source decides what it builds.
+
+    Never the step's build directory: where a build lands does not change what it is, and a
+    fleet's machines (their caches in different homes) share builds by this key.
+    """
+    return (*build, package_version(), source_digest(*code))
 
 
 def made_again_where_unpickled(step: attrs.AttrsInstance) -> tuple[object, ...]:

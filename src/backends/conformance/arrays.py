@@ -9,13 +9,14 @@ outputs instead of writing them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import allocators
 from backends.base import Backend
+from backends.conformance.corpus.cases import leaf_map
 from pipeline.dsl.types import record_of
 
 __all__ = ["bind", "run_program", "to_backend_array", "to_numpy"]
@@ -107,8 +108,9 @@ def run_program(
             f"backend {backend.name!r} returned {len(updated)} arrays for the written "
             f"parameters {list(written)}"
         )
+    # Each leaf of a written parameter (nested in tuples, named collections) is the next array.
     arrays = iter(updated)
-    after.update((key, _rebuilt(after[key], arrays)) for key in written)
+    after.update((key, leaf_map(lambda _leaf: next(arrays), after[key])) for key in written)
     return after
 
 
@@ -117,14 +119,3 @@ def _leaf_count(value: Any) -> int:
     if record is not None:
         return sum(_leaf_count(item) for item in record.values(value))
     return sum(_leaf_count(item) for item in value) if isinstance(value, tuple) else 1
-
-
-def _rebuilt(value: Any, arrays: Iterator[Any]) -> Any:
-    """``value`` (an argument, nested if a tuple or named collection) with each leaf the next
-    of ``arrays``."""
-    record = record_of(type(value))
-    if record is not None:
-        return record.build(tuple(_rebuilt(item, arrays) for item in record.values(value)))
-    if isinstance(value, tuple):
-        return tuple(_rebuilt(item, arrays) for item in value)
-    return next(arrays)

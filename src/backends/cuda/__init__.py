@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.cache import cached_pipeline
+from backends.cache import CompiledPipeline, cached_pipeline
 from backends.cuda.compilation import (
     DEFAULT_ARCH,
     NvccCompilation,
@@ -23,9 +23,6 @@ from backends.cuda.loading import CudaProgram, load_cuda
 from backends.cuda.translation import CUDA_SOURCE, CudaTranslation
 from pipeline.caching import ensure_private_directory
 from pipeline.dsl.frontend.step import shared_frontend
-from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
-from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource
-from pipeline.workflow import CompilePipeline
 
 __all__ = [
     "CUDA_SOURCE",
@@ -40,13 +37,7 @@ __all__ = [
     "load_cuda",
 ]
 
-CudaPipeline = CompilePipeline[
-    ConcreteDefinition[ProgramDefinition],
-    CompilableProgram,
-    ProgramSource,
-    CompiledArtifact,
-    CudaProgram,
-]
+CudaPipeline = CompiledPipeline[CudaProgram]
 
 
 def cuda_gpu_pipeline(

@@ -22,10 +22,9 @@ from typing import Any
 import attrs
 
 from backends.build_cache import BuildCache
+from backends.clike.compiler import run_compiler, step_fingerprint
 from backends.cuda.errors import CudaCompilationError
 from backends.cuda.translation import CUDA_SOURCE
-from pipeline.caching import package_version
-from pipeline.fingerprint import fingerprint, source_digest
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = [
@@ -135,13 +134,8 @@ class NvccCompilation:
         return ("--fatbin", f"-gencode=arch=compute_{number}{suffix},code={code}", *self.flags)
 
     def __fingerprint__(self) -> object:
-        # Not the build directory: where a build lands does not change what it is.
-        return (
-            self.nvcc,
-            self.command_flags,
-            self.nvcc_version,
-            package_version(),
-            source_digest(sys.modules[__name__]),
+        return step_fingerprint(
+            self.nvcc, self.command_flags, self.nvcc_version, code=(sys.modules[__name__],)
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
@@ -152,7 +146,6 @@ class NvccCompilation:
         """
         if self.nvcc_version is None:
             nvcc_version(self.nvcc)  # raises, saying why
-        name = f"{source.entry_point}.{fingerprint((self, source.text))[:24]}.fatbin"
 
         def make(workdir: Path) -> Path:
             file = workdir / f"{source.entry_point}.cu"
@@ -160,7 +153,7 @@ class NvccCompilation:
             (built,) = self.build([file], workdir)
             return built
 
-        return BuildCache(Path(self.build_directory)).program(source, name, make)
+        return BuildCache(Path(self.build_directory)).program(self, source, ".fatbin", make)
 
     def build(self, files: Sequence[Path], directory: Path) -> list[Path]:
         """Compile the CUDA ``files`` in one nvcc run into fatbins in ``directory`` (one per
@@ -171,19 +164,14 @@ class NvccCompilation:
                 files it was given).
         """
         command = [self.nvcc, *self.command_flags, "-odir", str(directory), *map(str, files)]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as error:
-            raise CudaCompilationError(
-                f"cannot run the CUDA compiler {self.nvcc!r} ({error}); install the CUDA "
-                "toolkit and put nvcc on the PATH, or set $NVCC"
-            ) from error
-        if result.returncode != 0:
-            kept = ", ".join(str(f) for f in files[:4]) + (" ..." if len(files) > 4 else "")
-            raise CudaCompilationError(
-                f"compiling {kept} with nvcc failed (exit {result.returncode}); sources kept "
-                f"in {Path(files[0]).parent}\n{' '.join(command)}\n{result.stderr[-4000:]}"
-            )
+        run_compiler(
+            command,
+            kind="CUDA",
+            install="install the CUDA toolkit and put nvcc on the PATH, or set $NVCC",
+            compiling=", ".join(str(f) for f in files[:4]) + (" ..." if len(files) > 4 else ""),
+            kept=f"sources kept in {Path(files[0]).parent}",
+            error=CudaCompilationError,
+        )
         return [directory / f"{Path(f).stem}.fatbin" for f in files]
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,19 +35,24 @@ import numpy as np
 
 from allocators import DeviceType
 from backends.build_cache import BuildCache, verified_bytes
-from backends.cache import cached_pipeline
-from backends.clike.compiler import CompilationError, compiler_identity, made_again_where_unpickled
+from backends.cache import CompiledPipeline, cached_pipeline
+from backends.clike.compiler import (
+    CompilationError,
+    compiler_identity,
+    made_again_where_unpickled,
+    run_compiler,
+    step_fingerprint,
+)
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import CudaInterface
 from backends.cuda.loading import plan_launches
 from backends.cuda.translation import CudaTranslation
-from pipeline.caching import ensure_private_directory, package_version
+from pipeline.caching import ensure_private_directory
 from pipeline.dsl.frontend.step import shared_frontend
-from pipeline.dsl.stages import CompilableProgram, ProgramDefinition
+from pipeline.dsl.stages import CompilableProgram
 from pipeline.errors import DamagedArtifactError
-from pipeline.fingerprint import fingerprint, source_digest
-from pipeline.stages import CompiledArtifact, ConcreteDefinition, ProgramSource, SourceFormat
-from pipeline.workflow import CompilePipeline
+from pipeline.fingerprint import source_digest
+from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = [
     "CUDA_EMULATION_SOURCE",
@@ -197,13 +201,12 @@ class CudaEmulationCompilation:
         return made_again_where_unpickled(self)
 
     def __fingerprint__(self) -> object:
-        return (
+        return step_fingerprint(
             self.compiler,
             REQUIRED_FLAGS,
             self.flags,
             self.compiler_identity,
-            package_version(),
-            source_digest(sys.modules[__name__]),
+            code=(sys.modules[__name__],),
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:
@@ -215,7 +218,6 @@ class CudaEmulationCompilation:
         """
         if self.compiler_identity is None:
             compiler_identity(self.compiler)  # raises, saying why
-        name = f"{source.entry_point}.{fingerprint((self, source.text))[:24]}.so"
 
         def make(workdir: Path) -> Path:
             unit = workdir / f"{source.entry_point}.cpp"
@@ -224,22 +226,16 @@ class CudaEmulationCompilation:
             self._compile([str(unit), "-o", str(built)], unit)
             return built
 
-        return BuildCache(Path(self.build_directory)).program(source, name, make)
+        return BuildCache(Path(self.build_directory)).program(self, source, ".so", make)
 
     def _compile(self, arguments: Sequence[str], unit: Path) -> None:
-        command = [self.compiler, *REQUIRED_FLAGS, *self.flags, *arguments]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as error:
-            raise CompilationError(
-                f"cannot run the C++ compiler {self.compiler!r} ({error}); install g++ or "
-                "clang++, or set $CXX"
-            ) from error
-        if result.returncode != 0:
-            raise CompilationError(
-                f"compiling {unit} with {self.compiler} failed (exit {result.returncode}); the "
-                f"source is kept there\n{' '.join(command)}\n{result.stderr[-4000:]}"
-            )
+        run_compiler(
+            [self.compiler, *REQUIRED_FLAGS, *self.flags, *arguments],
+            kind="C++",
+            install="install g++ or clang++, or set $CXX",
+            compiling=str(unit),
+            kept="the source is kept there",
+        )
 
 
 class EmulatedCudaProgram:
@@ -301,13 +297,7 @@ def load_emulated(artifact: CompiledArtifact, /) -> EmulatedCudaProgram:
         raise DamagedArtifactError(f"built emulation {path}: {error}") from error
 
 
-CudaEmulatedPipeline = CompilePipeline[
-    ConcreteDefinition[ProgramDefinition],
-    CompilableProgram,
-    ProgramSource,
-    CompiledArtifact,
-    EmulatedCudaProgram,
-]
+CudaEmulatedPipeline = CompiledPipeline[EmulatedCudaProgram]
 
 
 def cuda_emulated_pipeline(

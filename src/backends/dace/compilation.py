@@ -47,11 +47,12 @@ from backends.clike.compiler import (
     CompilationError,
     compiler_identity,
     made_again_where_unpickled,
+    step_fingerprint,
 )
 from backends.dace.translation import DACE_CONFIG_LOCK, SDFG_CPU, SDFG_CUDA, _dace_version
-from pipeline.caching import ensure_private_directory, make_private, package_version
+from pipeline.caching import ensure_private_directory, make_private
 from pipeline.errors import UnsafeCacheDirectoryError
-from pipeline.fingerprint import fingerprint, source_digest
+from pipeline.fingerprint import fingerprint
 from pipeline.stages import CompiledArtifact, ProgramSource, SourceFormat
 
 __all__ = [
@@ -188,8 +189,7 @@ class SDFGCompilation:
         return made_again_where_unpickled(self)
 
     def __fingerprint__(self) -> object:
-        # Not the build directory (see CCompilation's): a fleet shares builds by this key.
-        return (
+        return step_fingerprint(
             self.device_type.name,
             self.build_type,
             self.cpu_args,
@@ -197,8 +197,7 @@ class SDFGCompilation:
             self.chosen_linker_args,
             self.compiler_identity,
             self.dace_version,
-            package_version(),
-            source_digest(sys.modules[__name__]),
+            code=(sys.modules[__name__],),
         )
 
     def __call__(self, source: ProgramSource, /) -> CompiledArtifact:

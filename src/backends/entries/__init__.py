@@ -24,20 +24,19 @@ from typing import Any
 
 import attrs
 
-from backends import extensions
 from backends.cache import configured_cache_directory, toolchain_directory
 from backends.clike.compiler import CompilationError, compiler_identity
 from backends.entries import source
 from backends.entries.source import ENTRIES_ABI, ENTRIES_C, ENTRIES_MODULE
 from backends.extensions import (
     Extension,
-    build_environment,
+    extension_fingerprint,
     imported,
     private_root,
     published,
 )
 from pipeline.errors import DamagedArtifactError
-from pipeline.fingerprint import fingerprint, source_digest
+from pipeline.fingerprint import fingerprint
 
 __all__ = ["EntryBuild", "native_entries"]
 
@@ -78,12 +77,11 @@ class EntryBuild:
     )
 
     def __fingerprint__(self) -> object:
-        return (
+        return extension_fingerprint(
             self.compiler,
             self.compiler_identity,
-            *build_environment(),
-            source_digest(sys.modules[__name__], source, extensions),
             self.command,
+            code=(sys.modules[__name__], source),
         )
 
     def module(self) -> ModuleType:

@@ -43,13 +43,8 @@ from backends.conformance.corpus import (
     tuples,
 )
 from backends.conformance.corpus.cases import (
-    IJK,
-    IJK32,
     Case,
     Feature,
-    I,
-    J,
-    K,
     MissingHalo,
     at,
     copied,
@@ -59,6 +54,7 @@ from backends.conformance.corpus.cases import (
     tolerance,
 )
 from backends.conformance.corpus.domains import MISSING_HALOS, REACH_SHAPE, reach_fits
+from backends.conformance.corpus.grid import IJK, IJK32, I, J, K
 from backends.conformance.corpus.workloads import (
     REFERENCE_WORKLOADS,
     hdiff_program,

@@ -1,36 +1,16 @@
 """Arithmetic, comparisons, boolean logic and ``where``.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 from typing import Any
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    IJKb,
-    IJKi32,
-    arguments,
-    at,
-    away_from_zero,
-    bools,
-    dom,
-    ints,
-    sentinel,
-    ties,
-)
-from pipeline.dsl import (
-    field_operator,
-    program,
-    where,
-)
+from pipeline.dsl import field_operator, program, where
+
+from .cases import OUT, F, Feature, arguments, at, away_from_zero, bools, dom, ints, sentinel, ties
+from .grid import IJK, SHAPE, I, IJKb, IJKi32
 
 FLOAT_ARITHMETIC = Feature("float arithmetic")
 COMPARISONS = Feature("comparisons")

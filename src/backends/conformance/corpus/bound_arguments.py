@@ -1,24 +1,15 @@
 """Programs with scalar parameters bound to values (``Program.with_bound_args``): constants
 of the parameters' dtypes, folded into the code, no longer arguments of the calls.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK32,
-    OUT,
-    F,
-    Feature,
-    I,
-    IJKi32,
-    IJKi64,
-    arguments,
-    ints,
-)
 from pipeline.dsl import astype, field_operator, float32, int32, int64, program
+
+from .cases import OUT, F, Feature, arguments, ints
+from .grid import IJK32, I, IJKi32, IJKi64
 
 BOUND_ARGUMENTS = Feature("bound arguments")
 

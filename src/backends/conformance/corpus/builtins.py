@@ -1,7 +1,6 @@
 """The math builtins, each alone and in groups of tuple results.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import math
@@ -9,23 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    IJK32,
-    OUT,
-    SCALAR,
-    SHAPE,
-    F,
-    Feature,
-    IJKb,
-    IJKi32,
-    arguments,
-    at,
-    dom,
-    floats,
-    ints,
-    nonzero_ints,
-)
 from pipeline.dsl import (
     arccos,
     arccosh,
@@ -62,6 +44,9 @@ from pipeline.dsl import (
     tanh,
     trunc,
 )
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom, floats, ints, nonzero_ints
+from .grid import IJK, IJK32, SHAPE, IJKb, IJKi32
 
 MATH_BUILTINS = Feature("math builtins")
 

@@ -18,28 +18,16 @@ from typing import Any
 import attrs
 import numpy as np
 
-from pipeline.dsl import Dimension, Field, bool_, float32, float64, int32, int64, located
+from backends.conformance.corpus.grid import SHAPE
+from pipeline.dsl import Dimension, located
 from pipeline.dsl.types import record_of
 
 __all__ = [
-    "IJ",
-    "IJK",
-    "IJK32",
-    "IK",
-    "KF",
     "OUT",
     "SCALAR",
-    "SHAPE",
-    "SHAPE_2D",
     "Case",
     "F",
     "Feature",
-    "I",
-    "IJKb",
-    "IJKi32",
-    "IJKi64",
-    "J",
-    "K",
     "MissingHalo",
     "arguments",
     "at",
@@ -57,21 +45,6 @@ __all__ = [
     "ties",
     "tolerance",
 ]
-
-I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
-
-IJK = Field[[I, J, K], float64]
-IJK32 = Field[[I, J, K], float32]
-IJKi32 = Field[[I, J, K], int32]
-IJKi64 = Field[[I, J, K], int64]
-IJKb = Field[[I, J, K], bool_]
-IJ = Field[[I, J], float64]
-IK = Field[[I, K], float64]
-KF = Field[[K], float64]
-
-#: The default grid: no two extents equal, so a transposed index cannot pass unnoticed.
-SHAPE = (10, 9, 6)
-SHAPE_2D = SHAPE[:2]
 
 FLOAT_SENTINEL = -777.25
 INT_SENTINEL = -12345

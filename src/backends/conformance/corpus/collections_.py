@@ -9,20 +9,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJ,
-    IJK,
-    OUT,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    J,
-    arguments,
-    at,
-    dom,
-)
 from pipeline.dsl import field_operator, float64, program
+
+from .cases import OUT, F, Feature, arguments, at, dom
+from .grid import IJ, IJK, SHAPE_2D, I, J
 
 NAMED_COLLECTIONS = Feature("named collections")
 

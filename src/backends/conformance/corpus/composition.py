@@ -1,32 +1,17 @@
 """Locals, inlined calls of field operators, and programs of several calls.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.arithmetic import arith_fields
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SCALAR,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-    at,
-    dom,
-)
-from backends.conformance.corpus.workloads import lap_at, laplacian
-from pipeline.dsl import (
-    field_operator,
-    float64,
-    program,
-)
+from pipeline.dsl import field_operator, float64, program
+
+from .arithmetic import arith_fields
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom
+from .grid import IJK, I, J, K
+from .workloads import lap_at, laplacian
 
 LOCALS = Feature("locals")
 INLINED_CALLS = Feature("inlined calls")

@@ -13,20 +13,10 @@ from typing import Any
 import attrs
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SCALAR,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-    bools,
-)
 from pipeline.dsl import bool_, field_operator, float64, int64, scan_operator, where
+
+from .cases import OUT, SCALAR, F, Feature, arguments, bools
+from .grid import IJK, SHAPE, I, J, K
 
 DIRECT_CALLS = Feature("operators called directly")
 

@@ -1,41 +1,16 @@
 """Broadcasting, shifts, out slices and ``domain=``, boundary conditions, and the
 programs whose reach misses their input (not cases: they must raise ``DomainError``).
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJ,
-    IJK,
-    IK,
-    KF,
-    OUT,
-    SCALAR,
-    SHAPE,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    IJKb,
-    J,
-    K,
-    MissingHalo,
-    arguments,
-    at,
-    at_ij,
-    dom,
-)
-from pipeline.dsl import (
-    concat_where,
-    field_operator,
-    int32,
-    int64,
-    program,
-)
+from pipeline.dsl import concat_where, field_operator, int32, int64, program
+
+from .cases import OUT, SCALAR, F, Feature, MissingHalo, arguments, at, at_ij, dom
+from .grid import IJ, IJK, IK, KF, SHAPE, SHAPE_2D, I, IJKb, J, K
 
 BROADCASTING = Feature("broadcasting")
 SHIFTS_AND_DOMAINS = Feature("shifts and domains")

@@ -1,31 +1,11 @@
 """Casts with ``astype``, each dtype, literals typed like NumPy 2 weak scalars, 0-D fields.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    IJK32,
-    OUT,
-    F,
-    Feature,
-    I,
-    IJKb,
-    IJKi32,
-    IJKi64,
-    J,
-    K,
-    arguments,
-    at,
-    bools,
-    dom,
-    ints,
-    nonzero_ints,
-)
 from pipeline.dsl import (
     Field,
     astype,
@@ -38,6 +18,9 @@ from pipeline.dsl import (
     minimum,
     program,
 )
+
+from .cases import OUT, F, Feature, arguments, at, bools, dom, ints, nonzero_ints
+from .grid import IJK, IJK32, I, IJKb, IJKi32, IJKi64, J, K
 
 ASTYPE = Feature("astype")
 DTYPES_AND_LITERALS = Feature("dtypes and literals")

@@ -9,18 +9,10 @@ NumPy arrays; each case's ``located`` says which are passed located, and where.
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-)
 from pipeline.dsl import concat_where, field_operator, float64, program, scan_operator
+
+from .cases import OUT, F, Feature, arguments
+from .grid import IJK, SHAPE, I, J, K
 
 LOCATED_ARRAYS = Feature("located arrays")
 

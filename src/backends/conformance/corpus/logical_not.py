@@ -2,14 +2,15 @@
 literals (``~`` of a Python bool is -2 where the definition runs; ``not`` is logical
 everywhere).
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import numpy as np
 
-from backends.conformance.corpus.cases import IJK, OUT, SCALAR, F, Feature, I, arguments, at, dom
 from pipeline.dsl import field_operator, float64, program
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom
+from .grid import IJK, I
 
 LOGICAL_NOT = Feature("not of bool scalars")
 

@@ -9,27 +9,10 @@ import dataclasses
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJ,
-    IJK,
-    OUT,
-    SCALAR,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-)
-from pipeline.dsl import (
-    concat_where,
-    field_operator,
-    float64,
-    int64,
-    program,
-    scan_operator,
-)
+from pipeline.dsl import concat_where, field_operator, float64, int64, program, scan_operator
+
+from .cases import OUT, SCALAR, F, Feature, arguments
+from .grid import IJ, IJK, SHAPE_2D, I, J, K
 
 OUTPUT_DOMAINS = Feature("a domain per output")
 

@@ -1,38 +1,15 @@
 """Scalar parameters and control flow on scalars (``if``, conditional expressions).
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    IJK32,
-    OUT,
-    SCALAR,
-    F,
-    Feature,
-    IJKb,
-    IJKi32,
-    IJKi64,
-    J,
-    arguments,
-    at,
-    bools,
-    dom,
-    ints,
-)
-from pipeline.dsl import (
-    bool_,
-    field_operator,
-    float32,
-    float64,
-    int32,
-    int64,
-    program,
-)
+from pipeline.dsl import bool_, field_operator, float32, float64, int32, int64, program
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, bools, dom, ints
+from .grid import IJK, IJK32, IJKb, IJKi32, IJKi64, J
 
 SCALAR_PARAMETERS = Feature("scalar parameters")
 SCALAR_CONTROL_FLOW = Feature("scalar control flow")

@@ -2,8 +2,7 @@
 received as a collection of fields by a field operator, written by a program and a direct
 call into ``out=`` collections.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import dataclasses
@@ -11,9 +10,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from backends.conformance.corpus.cases import IJK, OUT, F, Feature, K, arguments
-from backends.conformance.corpus.direct_calls import DirectCall
 from pipeline.dsl import field_operator, float64, maximum, program, scan_operator
+
+from .cases import OUT, F, Feature, arguments
+from .direct_calls import DirectCall
+from .grid import IJK, K
 
 SCAN_COLLECTIONS = Feature("collections as scan carries")
 

@@ -1,29 +1,12 @@
 """Vertical scans: forward and backward, tuple carries, the tridiagonal solve and
 the vertical advection of the harness's workloads.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    KF,
-    OUT,
-    SCALAR,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-    at,
-    bools,
-    dom,
-)
 from benchmarks.workloads import WORKLOADS, solve_tridiagonal, thomas_backward, thomas_forward
 from pipeline.dsl import (
     Field,
@@ -36,6 +19,9 @@ from pipeline.dsl import (
     scan_operator,
     where,
 )
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, bools, dom
+from .grid import IJK, KF, SHAPE_2D, I, J, K
 
 SCANS = Feature("scans")
 

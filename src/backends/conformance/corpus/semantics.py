@@ -11,18 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SHAPE,
-    F,
-    Feature,
-    IJKi32,
-    IJKi64,
-    arguments,
-    away_from_zero,
-)
 from pipeline.dsl import astype, field_operator, fmod, int32, int64, maximum, minimum, program
+
+from .cases import OUT, F, Feature, arguments, away_from_zero
+from .grid import IJK, SHAPE, IJKi32, IJKi64
 
 NUMBER_SEMANTICS = Feature("number semantics")
 

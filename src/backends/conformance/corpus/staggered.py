@@ -5,22 +5,13 @@ shifted call, an edge field of fewer dimensions broadcast, and a program passing
 field from one call to the next. An edge array has one point more than a cell array along
 the staggered axis.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    J,
-    K,
-    arguments,
-)
 from pipeline.dsl import Field, field_operator, float64, program, staggered
+
+from .cases import OUT, F, Feature, arguments
+from .grid import IJK, SHAPE, I, J, K
 
 STAGGERED_DIMENSIONS = Feature("staggered dimensions")
 

@@ -2,24 +2,15 @@
 static_domains=True)``): each call runs the variant compiled for its static values (and its
 fields' shapes), in which they are constants of the code.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SCALAR,
-    SHAPE,
-    F,
-    Feature,
-    I,
-    K,
-    arguments,
-)
 from pipeline.dsl import concat_where, field_operator, float64, int64, program
+
+from .cases import OUT, SCALAR, F, Feature, arguments
+from .grid import IJK, SHAPE, I, K
 
 STATIC_ARGUMENTS = Feature("static arguments")
 _I_END = SHAPE[0]

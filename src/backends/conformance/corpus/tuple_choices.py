@@ -10,22 +10,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJ,
-    IJK,
-    IJK32,
-    OUT,
-    SCALAR,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    IJKi32,
-    K,
-    arguments,
-    at,
-    dom,
-)
 from pipeline.dsl import (
     astype,
     bool_,
@@ -37,6 +21,9 @@ from pipeline.dsl import (
     program,
     where,
 )
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom
+from .grid import IJ, IJK, IJK32, SHAPE_2D, I, IJKi32, K
 
 TUPLE_CHOICES = Feature("choices and conversions of tuples")
 

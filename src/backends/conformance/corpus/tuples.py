@@ -1,33 +1,15 @@
 """Tuple returns, tuple parameters and nested tuple values; programs' tuple parameters.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJ,
-    IJK,
-    OUT,
-    SHAPE_2D,
-    F,
-    Feature,
-    I,
-    IJKb,
-    J,
-    K,
-    arguments,
-    at,
-    dom,
-)
-from pipeline.dsl import (
-    field_operator,
-    float64,
-    program,
-    scan_operator,
-)
+from pipeline.dsl import field_operator, float64, program, scan_operator
+
+from .cases import OUT, F, Feature, arguments, at, dom
+from .grid import IJ, IJK, SHAPE_2D, I, IJKb, J, K
 
 TUPLES = Feature("tuples")
 TUPLE_PROGRAMS = Feature("tuple program parameters")

@@ -1,30 +1,15 @@
 """The reference workloads of the design: the laplacian and COSMO's horizontal diffusion.
 
-Cases of the DSL corpus (``backends.conformance.corpus``); no ``from __future__ import
-annotations``, since the DSL reads the annotations.
+Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL reads them.
 """
 
 
 import numpy as np
 
-from backends.conformance.corpus.cases import (
-    IJK,
-    OUT,
-    SCALAR,
-    F,
-    Feature,
-    I,
-    J,
-    arguments,
-    at,
-    dom,
-)
-from pipeline.dsl import (
-    field_operator,
-    float64,
-    program,
-    where,
-)
+from pipeline.dsl import field_operator, float64, program, where
+
+from .cases import OUT, SCALAR, F, Feature, arguments, at, dom
+from .grid import IJK, I, J
 
 REFERENCE_WORKLOADS = Feature("reference workloads")
 

@@ -13,18 +13,7 @@ from collections.abc import Sequence
 
 from pipeline.dsl.errors import DSLTypeError
 from pipeline.dsl.frontend.operators import parse_field_operator, parse_scan_operator
-from pipeline.dsl.ir.nodes import (
-    Expr,
-    OperatorCall,
-    OutputTarget,
-    Param,
-    ProgramIR,
-    Ref,
-    Scan,
-    SourceLocation,
-    Stencil,
-    Type,
-)
+from pipeline.dsl.ir import nodes as ir
 from pipeline.dsl.regions import Bound
 from pipeline.dsl.stages import ProgramDefinition
 from pipeline.dsl.types import Dimension, FieldType, ScalarType
@@ -32,7 +21,7 @@ from pipeline.dsl.types import Dimension, FieldType, ScalarType
 __all__ = ["direct_call_program"]
 
 
-def direct_call_program(definition: ProgramDefinition) -> ProgramIR:
+def direct_call_program(definition: ProgramDefinition) -> ir.ProgramIR:
     """A field operator or scan operator called directly, as a program of one stencil.
 
     Raises:
@@ -44,12 +33,12 @@ def direct_call_program(definition: ProgramDefinition) -> ProgramIR:
     operator = parse_field_operator(definition)
     params = list(operator.params)
     output_types = operator.result_types
-    args: tuple[Expr, ...] = tuple(Ref(p.name) for p in operator.params)
-    results: tuple[Expr, ...] = (OperatorCall(operator, args, loc=operator.loc),)
+    args: tuple[ir.Expr, ...] = tuple(ir.Ref(p.name) for p in operator.params)
+    results: tuple[ir.Expr, ...] = (ir.OperatorCall(operator, args, loc=operator.loc),)
     return _program(definition, operator.name, params, output_types, results, operator.loc)
 
 
-def _direct_scan_program(definition: ProgramDefinition) -> ProgramIR:
+def _direct_scan_program(definition: ProgramDefinition) -> ir.ProgramIR:
     """A scan operator over the arrays of a direct call: each point argument is a field of
     the dimensions ``call_dims`` gives it (or a scalar), each carry component an output."""
     operator = parse_scan_operator(definition)
@@ -57,20 +46,20 @@ def _direct_scan_program(definition: ProgramDefinition) -> ProgramIR:
     assert dims is not None, "a scan operator called directly carries its arguments' dims"
     count = len(operator.params)
     params = [
-        Param(p.name, p.type if d is None else _field(d, p.type))
+        ir.Param(p.name, p.type if d is None else _field(d, p.type))
         for p, d in zip(operator.params, dims[:count], strict=True)
     ]
     output_types = tuple(
         _field(d or (), c.type) for c, d in zip(operator.carry, dims[count:], strict=True)
     )
-    args: tuple[Expr, ...] = tuple(Ref(p.name) for p in operator.params)
+    args: tuple[ir.Expr, ...] = tuple(ir.Ref(p.name) for p in operator.params)
     results = tuple(
-        Scan(operator, args, i, loc=operator.loc) for i in range(len(operator.carry))
+        ir.Scan(operator, args, i, loc=operator.loc) for i in range(len(operator.carry))
     )
     return _program(definition, operator.name, params, output_types, results, operator.loc)
 
 
-def _field(dims: tuple[str, ...], scalar: Type) -> FieldType:
+def _field(dims: tuple[str, ...], scalar: ir.Type) -> FieldType:
     assert isinstance(scalar, ScalarType)
     return FieldType(tuple(Dimension(name) for name in dims), scalar.dtype)
 
@@ -78,11 +67,11 @@ def _field(dims: tuple[str, ...], scalar: Type) -> FieldType:
 def _program(
     definition: ProgramDefinition,
     name: str,
-    params: list[Param],
-    output_types: Sequence[Type],
-    results: tuple[Expr, ...],
-    loc: SourceLocation | None,
-) -> ProgramIR:
+    params: list[ir.Param],
+    output_types: Sequence[ir.Type],
+    results: tuple[ir.Expr, ...],
+    loc: ir.SourceLocation | None,
+) -> ir.ProgramIR:
     bounds = definition.output_bounds
     if bounds is not None and len(bounds) not in {1, len(output_types)}:
         raise DSLTypeError.at(
@@ -93,21 +82,21 @@ def _program(
     outputs = []
     for index, output_type in enumerate(output_types):
         out_name = f"__out{index}"
-        params.append(Param(out_name, output_type))
+        params.append(ir.Param(out_name, output_type))
         own = None if bounds is None else bounds[index if len(bounds) > 1 else 0]
         slices = _slices(definition, name, output_type, own, loc)
-        outputs.append(OutputTarget(out_name, slices))
-    stencil = Stencil((), results, tuple(outputs), name, loc=loc)
+        outputs.append(ir.OutputTarget(out_name, slices))
+    stencil = ir.Stencil((), results, tuple(outputs), name, loc=loc)
     # Located arrays' origins (ADR 0026): the array_origins pass reads them, as a program's.
-    return ProgramIR(name, tuple(params), (stencil,), loc=loc, origins=definition.located)
+    return ir.ProgramIR(name, tuple(params), (stencil,), loc=loc, origins=definition.located)
 
 
 def _slices(
     definition: ProgramDefinition,
     name: str,
-    output_type: Type,
+    output_type: ir.Type,
     bounds: tuple[tuple[str, int, int], ...] | None,
-    loc: SourceLocation | None,
+    loc: ir.SourceLocation | None,
 ) -> tuple[tuple[int | Bound | None, int | Bound | None], ...]:
     """The slices of one output: the positional ``output_slices``, then ``bounds`` by
     dimension name (errors located at the operator's definition, ``loc``)."""
