@@ -43,7 +43,7 @@ import allocators
 from backends import CompiledBackend
 from backends.c import CCompilation, CTranslation, Tuning, c_cpu_pipeline, compile_time_args
 from backends.c.prediction import predict
-from backends.c.variants import Choice, Variant, choose_unmeasured
+from backends.c.variants import Choice, Variant, VariantOptions, choose_unmeasured
 from backends.clike.source import unit_stride_flags
 from backends.conformance import corpus
 from backends.loops import StencilLayout, plan_sweeps
@@ -166,7 +166,7 @@ def measure_agreement() -> Agreement:
             ir = compilable.ir
             unit = unit_stride_flags(ir, compilable.compile_time_args)
             for stencil in ir.stencils:
-                candidates = choose_unmeasured(ir, stencil, None, None)
+                candidates = choose_unmeasured(ir, stencil, VariantOptions())
                 if plan_sweeps(stencil) is not None or isinstance(candidates, Choice):
                     continue
                 static = predict(candidates, "").variant

@@ -25,7 +25,12 @@ from test_c_cpu_variants import (
 
 from backends import CompiledBackend
 from backends.c import CTranslation
-from backends.c.variants import ROW_PREFETCH_DISTANCE, ROW_TILE_CANDIDATES, candidates
+from backends.c.variants import (
+    ROW_PREFETCH_DISTANCE,
+    ROW_TILE_CANDIDATES,
+    VariantOptions,
+    candidates,
+)
 from backends.conformance import corpus
 from pipeline.dsl import Dimension, Field, field_operator, float64, program
 
@@ -171,7 +176,7 @@ def test_hdiff_in_rows_carries_fly_and_prefetches_rows_ahead_along_i(rows_backen
 
 
 def test_rows_are_a_candidate_with_tile_shapes_of_their_own():
-    found = candidates(True, None, None)
+    found = candidates(True)
     rows = [v for v in found if v.temporary_rows]
     assert {v.tile_sizes for v in rows} == set(ROW_TILE_CANDIDATES)
     assert {v.prefetch_distance for v in rows} == {ROW_PREFETCH_DISTANCE}
@@ -179,14 +184,14 @@ def test_rows_are_a_candidate_with_tile_shapes_of_their_own():
     assert all(v.temporaries for v in rows)
     assert not found[0].temporary_rows  # what an unmeasured choice uses stays the same
     # A given tile shape means whole-tile buffers unless rows are asked for.
-    assert not any(v.temporary_rows for v in candidates(True, None, (8, 32)))
+    assert not any(v.temporary_rows for v in candidates(True, VariantOptions(tile_sizes=(8, 32))))
     assert all(
         v.temporary_rows
-        for v in candidates(True, True, (8, 32), temporary_rows=True)
+        for v in candidates(True, VariantOptions(True, (8, 32), temporary_rows=True))
     )
-    asked = candidates(True, None, None, temporary_rows=True)
+    asked = candidates(True, VariantOptions(temporary_rows=True))
     assert all(v.temporary_rows for v in asked if v.temporaries)
-    assert not any(v.temporary_rows for v in candidates(True, None, None, temporary_rows=False))
+    assert not any(v.temporary_rows for v in candidates(True, VariantOptions(temporary_rows=False)))
 
 
 def test_rows_asked_for_are_measured_in_place_of_whole_tile_buffers(tmp_path):

@@ -32,7 +32,7 @@ from test_c_cpu_variants import (
 
 from backends.c import deferred, measure_deferred
 from backends.c.prediction import STATIC_PRIOR, predict, static_prediction
-from backends.c.variants import candidates
+from backends.c.variants import VariantOptions, candidates
 
 ROWS_STREAMING = "temporary rows, tiles 256x32, prefetch 2, streaming stores"
 
@@ -207,20 +207,20 @@ def test_deferred_measurements_run_once_each_in_order_within_the_budget():
 
 
 def test_the_static_prior_is_rows_and_streaming_with_shifted_locals_else_prefetching():
-    assert static_prediction(candidates(True, None, None)).describe() == ROWS_STREAMING
-    assert static_prediction(candidates(False, None, None)).describe() == (
+    assert static_prediction(candidates(True)).describe() == ROWS_STREAMING
+    assert static_prediction(candidates(False)).describe() == (
         "temporaries, tiles 64x16, prefetch 1 along the outermost, streaming stores"
     )
-    assert static_prediction(candidates(False, None, (8, 32))).describe() == (
+    assert static_prediction(candidates(False, VariantOptions(tile_sizes=(8, 32)))).describe() == (
         "temporaries, tiles 8x32, prefetch 4, streaming stores"
     )
-    assert static_prediction(candidates(True, False, None)).describe() == (
+    assert static_prediction(candidates(True, VariantOptions(temporaries=False))).describe() == (
         "recompute, tiles 16x64, prefetch 4, streaming stores"
     )
 
 
 def test_a_prediction_says_so_and_when_its_candidates_are_measured():
-    found = candidates(True, None, None)
+    found = candidates(True)
     choice = predict(found, "later")
     assert choice.variant == static_prediction(found) and choice.variant in found
     assert choice.describe() == f"{ROWS_STREAMING} (predicted: {STATIC_PRIOR}; later)"

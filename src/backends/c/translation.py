@@ -32,7 +32,7 @@ from backends.c.codegen import generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
 from backends.c.stencil_code import StencilCode
 from backends.c.sweeps import generate_sweep
-from backends.c.variants import Choice, choose_unmeasured
+from backends.c.variants import Choice, VariantOptions, choose_unmeasured
 from backends.clike import addressing, expressions, generator, runtime, source
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import runtime_for
@@ -160,12 +160,22 @@ class CTranslation:
             )
 
     @property
+    def variant_options(self) -> VariantOptions:
+        """What the options fix of each tiled stencil's variant."""
+        return VariantOptions(
+            self.temporaries,
+            self.tile_sizes,
+            self.prefetch_distance,
+            self.streaming_stores,
+            self.temporary_rows,
+            self.prefetch_outer,
+        )
+
+    @property
     def automatic(self) -> bool:
         """Whether a variant option is left to the machine (``temporaries``,
         ``tile_sizes``, ``prefetch_distance`` or ``streaming_stores`` None)."""
-        return None in (
-            self.temporaries, self.tile_sizes, self.prefetch_distance, self.streaming_stores
-        )
+        return not self.variant_options.settled
 
     def __fingerprint__(self) -> object:
         # The automatic sweep block depends on the machine's L1 data cache, where outputs
@@ -223,16 +233,7 @@ class CTranslation:
     def choose(self, ir: ProgramIR, stencil: Stencil, unit: dict[str, bool]) -> Choice:
         """The variant of a tiled ``stencil`` (not one that runs scans): what the options
         fix, else the tuning's measured choice, else the default."""
-        found = choose_unmeasured(
-            ir,
-            stencil,
-            self.temporaries,
-            self.tile_sizes,
-            self.prefetch_distance,
-            self.streaming_stores,
-            self.temporary_rows,
-            self.prefetch_outer,
-        )
+        found = choose_unmeasured(ir, stencil, self.variant_options)
         if isinstance(found, Choice):
             return found
         if self.tuning is None:
@@ -241,12 +242,7 @@ class CTranslation:
             ir,
             stencil,
             unit_stride=unit,
-            temporaries=self.temporaries,
-            tile_sizes=self.tile_sizes,
-            prefetch_distance=self.prefetch_distance,
-            streaming_stores=self.streaming_stores,
-            temporary_rows=self.temporary_rows,
-            prefetch_outer=self.prefetch_outer,
+            options=self.variant_options,
             parallel_min_points=self.parallel_min_points,
             streaming_min_bytes=self._streaming_min_bytes(),
         )

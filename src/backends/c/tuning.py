@@ -60,7 +60,7 @@ from backends.c.compilation import CCompilation
 from backends.c.machine import last_level_cache_bytes, machine_description, machine_identity
 from backends.c.measurement import measurement_grid, measurement_source
 from backends.c.prediction import predict
-from backends.c.variants import Choice, Variant, choose_unmeasured
+from backends.c.variants import Choice, Variant, VariantOptions, choose_unmeasured
 from backends.clike.compiler import CompilationError
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import runtime_for
@@ -320,28 +320,14 @@ class Tuning:
         stencil: Stencil,
         *,
         unit_stride: Mapping[str, bool],
-        temporaries: bool | None,
-        tile_sizes: tuple[int, ...] | None,
-        prefetch_distance: int | None,
-        streaming_stores: bool | None,
+        options: VariantOptions,
         parallel_min_points: int,
-        temporary_rows: bool | None = None,
-        prefetch_outer: bool | None = None,
         streaming_min_bytes: int,
     ) -> Choice:
-        """The variant of ``stencil``: the only candidate, the recorded choice, else as
-        ``schedule`` says: measured now, or predicted. A failed measurement now warns
-        (``MeasurementWarning``) and takes the first candidate."""
-        found = choose_unmeasured(
-            program,
-            stencil,
-            temporaries,
-            tile_sizes,
-            prefetch_distance,
-            streaming_stores,
-            temporary_rows,
-            prefetch_outer,
-        )
+        """The variant of ``stencil`` within ``options``: the only candidate, the recorded
+        choice, else as ``schedule`` says: measured now, or predicted. A failed measurement
+        now warns (``MeasurementWarning``) and takes the first candidate."""
+        found = choose_unmeasured(program, stencil, options)
         if isinstance(found, Choice):
             return found
         request = _request(

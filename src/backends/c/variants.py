@@ -34,6 +34,7 @@ __all__ = [
     "TILE_CANDIDATES",
     "Choice",
     "Variant",
+    "VariantOptions",
     "candidates",
     "choose_unmeasured",
 ]
@@ -177,19 +178,35 @@ class Choice:
         )
 
 
+@attrs.frozen
+class VariantOptions:
+    """What a translation's options fix of a stencil's variant: each field as
+    ``Variant``'s, None where the candidates (and the measurement) decide."""
+
+    temporaries: bool | None = None
+    tile_sizes: tuple[int, ...] | None = None
+    prefetch_distance: int | None = None
+    streaming_stores: bool | None = None
+    temporary_rows: bool | None = None
+    prefetch_outer: bool | None = None
+
+    @property
+    def settled(self) -> bool:
+        """Whether the options fix the way, the tiles, the distance and the stores (a given
+        tile shape settles ``temporary_rows``; ``prefetch_outer`` is then not a candidate)."""
+        return None not in (
+            self.temporaries, self.tile_sizes, self.prefetch_distance, self.streaming_stores
+        )
+
+
 def candidates(
     has_temporaries: bool,
-    temporaries: bool | None,
-    tile_sizes: tuple[int, ...] | None,
-    prefetch_distance: int | None = None,
-    streaming_stores: bool | None = None,
-    temporary_rows: bool | None = None,
-    prefetch_outer: bool | None = None,
+    options: VariantOptions = VariantOptions(),
     tile_candidates: Sequence[tuple[int, ...]] = TILE_CANDIDATES,
     row_tile_candidates: Sequence[tuple[int, ...]] = ROW_TILE_CANDIDATES,
 ) -> tuple[Variant, ...]:
-    """The variants of a stencil worth measuring, within what the options fix (``None``:
-    free), the first one being what an unmeasured choice uses.
+    """The variants of a stencil worth measuring, within what ``options`` fix, the first one
+    being what an unmeasured choice uses.
 
     Every stencil gets both store kinds (``streaming_stores``). A stencil with temporaries
     (``has_temporaries``) also gets three ways of computing its locals: whole-tile buffers
@@ -197,8 +214,8 @@ def candidates(
     distance, buffers of rows (``temporary_rows``) at those of ``row_tile_candidates`` and
     ``ROW_PREFETCH_DISTANCE``. ``temporary_rows`` True or False keeps one kind of buffer;
     left open with ``tile_sizes`` given, it means whole-tile buffers (rows have tile
-    shapes of their own). One without them generates the same code either way and streams its fields
-    once whatever the tiles: the default tiles, and the distances of
+    shapes of their own). One without them generates the same code either way and streams
+    its fields once whatever the tiles: the default tiles, and the distances of
     ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth on one machine and
     gained hdiff a fifth on another, ADR 0009); with tiles, distance and ``prefetch_outer``
     open, also ``OUTER_PREFETCH_TILE_SIZES`` prefetching along the outermost outer
@@ -206,75 +223,67 @@ def candidates(
     ``OUTER_PREFETCH_TILE_SIZES`` and ``OUTER_PREFETCH_DISTANCE`` where those are open for a
     stencil without shifted locals).
     """
-    stores = (False, True) if streaming_stores is None else (streaming_stores,)
+    stores = (False, True) if options.streaming_stores is None else (options.streaming_stores,)
     if not has_temporaries:
-        way = True if temporaries is None else temporaries
-        if prefetch_outer:
-            rows_ahead = OUTER_PREFETCH_DISTANCE if prefetch_distance is None else prefetch_distance
-            return tuple(
-                Variant(way, tile_sizes or OUTER_PREFETCH_TILE_SIZES, rows_ahead, store,
-                        prefetch_outer=True)
-                for store in stores
-            )
-        shape = tile_sizes or DEFAULT_TILE_SIZES
-        distances = PREFETCH_CANDIDATES if prefetch_distance is None else (prefetch_distance,)
-        outer = prefetch_outer is None and tile_sizes is None and prefetch_distance is None
-        found = []
-        for store in stores:
-            found += [Variant(way, shape, distance, store) for distance in distances]
-            if outer:
-                found.append(
-                    Variant(way, OUTER_PREFETCH_TILE_SIZES, OUTER_PREFETCH_DISTANCE, store,
-                            prefetch_outer=True)
-                )
-        return tuple(found)
+        return _without_shifted_locals(options, stores)
     ways: list[tuple[bool, bool]] = []
-    for way in (True, False) if temporaries is None else (temporaries,):
+    for way in (True, False) if options.temporaries is None else (options.temporaries,):
         if not way:
             ways.append((False, False))
             continue
         # Rows have tile shapes of their own: a given shape means whole-tile buffers,
         # unless rows are asked for too.
-        if temporary_rows is None:
-            ways += [(True, False)] if tile_sizes is not None else [(True, False), (True, True)]
+        if options.temporary_rows is None:
+            given = options.tile_sizes is not None
+            ways += [(True, False)] if given else [(True, False), (True, True)]
         else:
-            ways.append((True, temporary_rows))
+            ways.append((True, options.temporary_rows))
     found = []
     for store in stores:
         for way, rows in ways:
             shapes = row_tile_candidates if rows else tile_candidates
-            distance = prefetch_distance
+            distance = options.prefetch_distance
             if distance is None:
                 distance = ROW_PREFETCH_DISTANCE if rows else DEFAULT_PREFETCH_DISTANCE
-            for shape in tuple(shapes) if tile_sizes is None else (tile_sizes,):
-                found.append(Variant(way, shape, distance, store, rows, bool(prefetch_outer)))
+            outer = bool(options.prefetch_outer)
+            for shape in tuple(shapes) if options.tile_sizes is None else (options.tile_sizes,):
+                found.append(Variant(way, shape, distance, store, rows, outer))
+    return tuple(found)
+
+
+def _without_shifted_locals(
+    options: VariantOptions, stores: tuple[bool, ...]
+) -> tuple[Variant, ...]:
+    way = True if options.temporaries is None else options.temporaries
+    if options.prefetch_outer:
+        shape = options.tile_sizes or OUTER_PREFETCH_TILE_SIZES
+        ahead = options.prefetch_distance
+        ahead = OUTER_PREFETCH_DISTANCE if ahead is None else ahead
+        return tuple(Variant(way, shape, ahead, store, prefetch_outer=True) for store in stores)
+    shape = options.tile_sizes or DEFAULT_TILE_SIZES
+    given = options.prefetch_distance
+    distances = PREFETCH_CANDIDATES if given is None else (given,)
+    outer = options.prefetch_outer is None and options.tile_sizes is None and given is None
+    found = []
+    for store in stores:
+        found += [Variant(way, shape, distance, store) for distance in distances]
+        if outer:
+            found.append(
+                Variant(way, OUTER_PREFETCH_TILE_SIZES, OUTER_PREFETCH_DISTANCE, store,
+                        prefetch_outer=True)
+            )
     return tuple(found)
 
 
 def choose_unmeasured(
-    program: ProgramIR,
-    stencil: Stencil,
-    temporaries: bool | None,
-    tile_sizes: tuple[int, ...] | None,
-    prefetch_distance: int | None = None,
-    streaming_stores: bool | None = None,
-    temporary_rows: bool | None = None,
-    prefetch_outer: bool | None = None,
+    program: ProgramIR, stencil: Stencil, options: VariantOptions
 ) -> Choice | tuple[Variant, ...]:
-    """The choice for ``stencil`` when the options leave one candidate, else the candidates
+    """The choice for ``stencil`` when ``options`` leave one candidate, else the candidates
     to measure (the first is the default)."""
     layout = StencilLayout.of(program, stencil, temporaries=True)
-    found = candidates(
-        bool(layout.temporaries),
-        temporaries,
-        tile_sizes,
-        prefetch_distance,
-        streaming_stores,
-        temporary_rows,
-        prefetch_outer,
-    )
+    found = candidates(bool(layout.temporaries), options)
     if len(found) > 1:
         return found
-    if None not in (temporaries, tile_sizes, prefetch_distance, streaming_stores):
-        return Choice(found[0], "given")  # a given tile shape settles temporary_rows
+    if options.settled:
+        return Choice(found[0], "given")
     return Choice(found[0], "default", "one candidate")
