@@ -290,9 +290,10 @@ def test_the_parallel_path_prefetches_the_rows_each_position_touches_first():
     ).source
     rows = dict(_prefetches(source.text))
     # lap is computed one point ahead in I and J and reads inp(I + 1) there: the newest input
-    # row is (I + 2, J + 1); the output row is (I, J). Both four positions ahead along J.
-    assert rows["p_inp"].startswith("(x_I + 2) * s_inp_0 + (x_J + 5) * s_inp_1 + lo_K")
-    assert rows["p_out"].startswith("(x_I + 0) * s_out_0 + (x_J + 4) * s_out_1 + lo_K")
+    # row is (I + 2, J + 1); the output row is (I, J). Both four positions ahead along J on
+    # the parallel path (pf 1); the serial one (pf 0) touches the rows it reads next.
+    assert rows["p_inp"].startswith("(x_I + 2) * s_inp_0 + (x_J + 1 + 4 * pf) * s_inp_1 + lo_K")
+    assert rows["p_out"].startswith("(x_I + 0) * s_out_0 + (x_J + 0 + 4 * pf) * s_out_1 + lo_K")
     assert re.search(r"__builtin_prefetch\(\(const void\*\)\(r\d+ \+ \(uintptr_t\)q\), 1, 3\)",
                      source.text)  # the output with write intent
     # Prefetching runs on the tiled OpenMP path only, not on the single-tile one.

@@ -170,8 +170,9 @@ def test_hdiff_in_rows_carries_fly_and_prefetches_rows_ahead_along_i(rows_backen
     assert "temporary rows, tiles 2x3, prefetch 2 (given)" in text
     assert re.search(r"t_lap_field\[\(+\(x_I \+ 1\) & 1\)+ \* w_lap_field_J", text)
     assert re.search(r"t_fly\[\(+\(x_J \+ -1\) & 1\)+ \* w_fly_K", text)
-    # The input's leading row (I + 2), ROW_PREFETCH_DISTANCE rows further, into L2.
-    assert re.search(r"\(x_I \+ 4\) \* s_inp_0 \+ \(x_J \+ 1\) \* s_inp_1", text)
+    # The input's leading row (I + 2), ROW_PREFETCH_DISTANCE rows further, into L2 (on the
+    # parallel path: pf is 1 there, 0 on the serial one).
+    assert re.search(r"\(x_I \+ 2 \+ 2 \* pf\) \* s_inp_0 \+ \(x_J \+ 1\) \* s_inp_1", text)
     assert "__builtin_prefetch((const void*)(r0 + (uintptr_t)q), 0, 2);" in text
 
 

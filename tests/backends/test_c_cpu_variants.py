@@ -439,8 +439,9 @@ def test_the_candidate_prefetching_along_the_outermost_dimension_asks_for_l2(tmp
     backend = private_backend(tmp_path / "cache", CompilerWrapper(tmp_path / "cc"), translation)
     inp = np.zeros((10, 9, 4))
     text = stencils.lap.with_backend(backend).lower(inp, inp.copy()).as_text()
-    # laplacian reads I + 1 at the farthest: one row beyond it, along I, into L2 (locality 2).
-    assert "(x_I + 2) * s_inp_0 + (x_J + 0) * s_inp_1" in text
+    # laplacian reads I + 1 at the farthest: one row beyond it, along I, into L2 (locality 2);
+    # the serial path (pf == 0) touches the row it reads next instead.
+    assert "(x_I + 1 + 1 * pf) * s_inp_0 + (x_J + 0) * s_inp_1" in text
     assert re.search(r"__builtin_prefetch\(\(const void\*\)\(r0 \+ \(uintptr_t\)q\), 0, 2\)", text)
     assert "tiles 64x16, prefetch 1 along the outermost (default: one candidate)" in text
 

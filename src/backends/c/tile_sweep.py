@@ -242,12 +242,15 @@ class SweepEmitter:
         layout = self.layout
         outer, inner = layout.dims[:-1], layout.dims[-1]
         lines = [f"{indent}{{"]
+        along = layout.prefetch_dim or outer[-1]
         for number, prefetch in enumerate(prefetches):
             terms = []
             for axis, dim in enumerate(layout.field_type(prefetch.field).dim_names[:-1]):
-                ahead = prefetch.offsets.get(dim, 0) + (
-                    layout.prefetch_distance if dim == (layout.prefetch_dim or outer[-1]) else 0
-                )
+                # The serial path (pf == 0) touches the row it is about to read: a line in
+                # the cache, where a row ahead could be past the array (a page walk).
+                ahead = f"{prefetch.offsets.get(dim, 0)}"
+                if dim == along:
+                    ahead += f" + {layout.prefetch_distance} * pf"
                 terms.append(f"(x_{dim} + {ahead}) * s_{prefetch.field}_{axis}")
             terms.append(f"lo_{inner}")
             lines.append(
