@@ -33,7 +33,8 @@ from backends.c import (
     compile_time_args,
     machine,
 )
-from backends.c.variants import Choice
+from backends.c.tuning import shared_scope
+from backends.c.variants import Choice, candidates
 from backends.conformance import corpus
 from backends.loops import StencilLayout
 from pipeline.caching import open_entry, seal_entry
@@ -195,7 +196,8 @@ def test_stencils_without_shifted_locals_measure_prefetching_and_streaming_once_
     note = notes(text)["laplacian"]
     assert re.match(r"temporaries, tiles (8x32, (prefetch 4|no prefetch)|64x16, prefetch 1 along "
                     r"the outermost)(, streaming stores)? "
-                    r"\(measured: for every stencil without shifted locals, on ", note)
+                    r"\(measured: for every stencil without shifted locals over 2 outer dimensions, on ",
+                    note)
     # Another such stencil reads the same record: the same variant, nothing measured.
     assert notes(other)["clipped"] == note
     assert measurements(compiler) == 1
@@ -444,6 +446,60 @@ def test_the_candidate_prefetching_along_the_outermost_dimension_asks_for_l2(tmp
     assert "(x_I + 1 + 1 * pf) * s_inp_0 + (x_J + 0) * s_inp_1" in text
     assert re.search(r"__builtin_prefetch\(\(const void\*\)\(r0 \+ \(uintptr_t\)q\), 0, 2\)", text)
     assert "tiles 64x16, prefetch 1 along the outermost (default: one candidate)" in text
+
+
+def _outer_backend(tmp_path: Path) -> CompiledBackend:
+    # The parallel path at every size, plain stores: every field is prefetched.
+    translation = CTranslation(
+        prefetch_outer=True, streaming_stores=False, parallel_min_points=0
+    )
+    return private_backend(tmp_path / "cache", CompilerWrapper(tmp_path / "cc"), translation)
+
+
+def _prefetched_rows(text: str) -> dict[str, str]:
+    return dict(re.findall(r"const uintptr_t r\d+ = \(uintptr_t\)(p_\w+) \+ \(uintptr_t\)\(\((.*?) "
+                           r"\* \(int64_t\)sizeof", text))
+
+
+def test_rows_are_prefetched_along_the_dimension_the_tile_is_long_along(tmp_path):
+    # Four dimensions: the tiles 64x16 cover J and K (the last outer ones), so the rows ahead
+    # are J's, where the tile is 64 long; I's tile is one row.
+    rng = np.random.default_rng(4)
+    f, out = rng.random((6, 70, 20, 3)), np.zeros((6, 70, 20, 3))
+    program = stencils.four_dims_program.with_backend(_outer_backend(tmp_path))
+    text = program.lower(f, out).as_text()
+    assert "const int64_t tile[3] = {1, 64, 16};" in text
+    rows = _prefetched_rows(text)
+    assert rows["p_f"].startswith("(x_I + 1) * s_f_0 + (x_J + 0 + 1 * pf) * s_f_1")
+    program(f, out)
+    expected = np.zeros_like(out)
+    stencils.four_dims_reference(f, expected)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_fields_are_prefetched_when_they_move_along_the_prefetch_dimension(tmp_path):
+    # h (I, K) moves along I, the prefetch dimension: prefetched. g (J, K) does not: a row of
+    # it ahead along I is the row in use.
+    rng = np.random.default_rng(5)
+    f, h, g = rng.random((70, 20, 8)), rng.random((70, 8)), rng.random((20, 8))
+    out = np.zeros((70, 20, 8))
+    program = stencils.mixed_dims_program.with_backend(_outer_backend(tmp_path))
+    rows = _prefetched_rows(program.lower(f, h, g, out).as_text())
+    assert set(rows) == {"p_f", "p_h", "p_out"}
+    assert rows["p_h"].startswith("(x_I + 1 + 1 * pf) * s_h_0")
+    program(f, h, g, out)
+    expected = np.zeros_like(out)
+    stencils.mixed_dims_reference(f, h, g, expected)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_the_outer_candidate_needs_two_outer_dimensions_and_a_record_of_its_own():
+    assert any(v.prefetch_outer for v in candidates(False))
+    assert not any(v.prefetch_outer for v in candidates(False, outer_dimensions=1))
+    # Stencils over other numbers of outer dimensions get tiles that cover other dimensions:
+    # they do not share a choice.
+    assert shared_scope(2) != shared_scope(3)
+    assert shared_scope(1).endswith("over 1 outer dimension")
 
 
 # --------------------------------------------------------------------------- streaming stores

@@ -82,13 +82,22 @@ class _StencilGenerator(StencilGenerator):
         if rows and self.dims:
             self.temporaries = self._rows(*self._shifts())
         self.streaming_min_bytes = streaming_min_bytes
-        # Rows make long tiles along the outermost outer dimension cheap: the sweep crosses
-        # a tile's width of positions per step along it, time enough to prefetch rows ahead.
-        outer = prefetch_outer or (rows and bool(self.temporaries))
-        self.prefetch_dim = self.dims[0] if outer and len(self.dims) > 1 else None
+        self.prefetch_dim = self._prefetch_dim(rows, prefetch_outer)
         self.streamed = self._streamed() if streaming_min_bytes is not None else ()
         self.vectorized = self._vectorized()
 
+
+    def _prefetch_dim(self, rows: bool, prefetch_outer: bool) -> str | None:
+        """The outer dimension rows are prefetched along into L2 (None: positions ahead along
+        the innermost outer one, into L1). Rows make long tiles along the outermost outer
+        dimension cheap: the sweep crosses a tile's width of positions per step along it,
+        time enough to prefetch rows ahead. ``prefetch_outer`` prefetches along the outer
+        dimension the tile is long along (the first of those ``tile_sizes`` covers: the last
+        outer ones), so that the rows ahead are the tile's own."""
+        outer = self.dims[:-1]
+        if prefetch_outer and len(outer) > 1:
+            return outer[max(len(outer) - len(self.tile_sizes), 0)]
+        return self.dims[0] if rows and self.temporaries and outer else None
 
     def _streamed(self) -> tuple[str, ...]:
         """The outputs written through row buffers: over exactly the iteration dimensions,
@@ -282,8 +291,9 @@ def generate_stencil(
     The function takes the argument struct and the domain (``lo``/``hi`` per iteration
     dimension) and returns 0, or -1 when a temporary could not be allocated.
     ``prefetch_distance``: how many sweep positions ahead rows are prefetched on the parallel
-    path (0: no prefetching), along the innermost outer dimension, or with ``rows`` or
-    ``prefetch_outer`` along the outermost one. ``streaming_min_bytes``: None, or the outputs' size over the
+    path (0: no prefetching), along the innermost outer dimension, or with ``rows`` (the
+    outermost) or ``prefetch_outer`` (the tile's outermost) along another one.
+    ``streaming_min_bytes``: None, or the outputs' size over the
     domain from which the parallel path writes them with streaming stores (the outputs that
     are contiguous along the inner dimension and not read by the stencil). ``inner_extent``:
     None, or the domain's extent along the inner dimension, compiled in as a constant

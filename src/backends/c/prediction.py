@@ -6,10 +6,12 @@ is built instead with a predicted variant at once, and measured afterwards
 (``backends.c.tuning``, ``backends.c.deferred``).
 
 The prediction is a static prior: the variant that won most of the measurements in ADR
-0009's notes, temporaries in rows with streaming stores where locals are shifted, prefetching
-rows ahead along the outermost dimension into L2 with streaming stores where not (then one
-record per machine serves every such stencil, so the prediction is used once per machine). Streaming stores only act on domains whose outputs
-exceed half the last-level cache, so predicting them costs small domains nothing.
+0009's notes, temporaries in rows with streaming stores where locals are shifted, rows
+prefetched ahead along the tile's outermost dimension into L2 with streaming stores where
+not (then one record per machine and number of outer dimensions serves every such stencil,
+so the prediction is used about once per machine). Streaming stores only act on domains
+whose outputs exceed half the last-level cache, so predicting them costs small domains
+nothing.
 
 Measured against (``python -m benchmarks.tuning_figures agreement``, ADR 0009's notes): on the
 corpus's six stencils with shifted locals, the prior equalled the measured choice for half,

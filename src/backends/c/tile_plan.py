@@ -302,18 +302,20 @@ def prefetches(layout: TileLayout, shifts: Shifts) -> list[Prefetch]:
     """Per field, the row a sweep position touches first: its lexicographically greatest
     access over the outer dimensions, statement shifts included (``None``: the outputs).
 
-    Only fields that move with the innermost outer dimension and are contiguous along
-    the inner one are prefetched (a row is then one run of cache lines)."""
+    Only fields that move along the dimension rows are prefetched along (``prefetch_dim``,
+    else the innermost outer one) and are contiguous along the inner one are prefetched (a
+    row is then one run of cache lines)."""
     outer, inner = layout.dims[:-1], layout.dims[-1]
     if not outer or layout.prefetch_distance == 0:
         return []
+    along = layout.prefetch_dim or outer[-1]
     written = {target.name for target in layout.stencil.outputs}
     found = []
     for name, rows in _leading_accesses(layout, shifts).items():
         if name in layout.streamed:
             continue  # a prefetch would bring the line into the cache after all
         dims = layout.field_type(name).dim_names
-        if dims[-1] != inner or outer[-1] not in dims or not layout.unit_stride.get(name):
+        if dims[-1] != inner or along not in dims or not layout.unit_stride.get(name):
             continue
         leading = max(rows)
         ahead = {d: o for d, o in zip(outer, leading, strict=True) if d in dims}

@@ -8,10 +8,10 @@ in L1; at the tile's edges each active statement has its own inner loop, in the 
 function (``tile_function``).
 
 On the parallel path each sweep position also prefetches, some positions ahead along the
-innermost outer dimension, the row of every field that the position touches first (the
-lexicographically greatest access): rows are short (a K column), so the hardware prefetcher
-sees each stream only briefly, and waiting for each new row from memory cost hdiff about a
-fifth of its time.
+innermost outer dimension (into L1), or some rows ahead along the layout's ``prefetch_dim``
+(into L2), the row of every field that the position touches first (the lexicographically
+greatest access): rows are short (a K column), so the hardware prefetcher sees each stream
+only briefly, and waiting for each new row from memory cost hdiff about a fifth of its time.
 """
 
 from __future__ import annotations
@@ -231,8 +231,8 @@ class SweepEmitter:
         return [f"    const int64_t pf_bytes = pf ? (hi_{inner} - lo_{inner}) * {widest} : 0;"]
 
     def prefetch_rows(self, prefetches: Sequence[Prefetch], indent: str) -> list[str]:
-        """Prefetch each row ``prefetch_distance`` positions ahead along the innermost outer
-        dimension (``pf_bytes`` of it).
+        """Prefetch each row ``prefetch_distance`` positions ahead along the layout's
+        ``prefetch_dim`` (else the innermost outer dimension), ``pf_bytes`` of it.
 
         Addresses are computed as integers: a row ahead may lie outside the array (past the
         tile, past the domain), which a prefetch tolerates and C pointer arithmetic does not.

@@ -120,17 +120,20 @@ class CTranslation:
             dimension each step computes together; None: chosen per stencil from the rows
             it reads and this machine's L1 data cache
             (``backends.c.sweep_blocks.choose_block``; the generated C says which).
-        prefetch_outer: prefetch rows ahead along the outermost outer dimension into L2
-            (``backends.c.variants.Variant``); None: a candidate of a stencil without
-            shifted locals where the tiles and the distance are open too, else not.
         sweep_prefetch: in stencils that run scans, the first pass over each block prefetches
             the columns of the block after it into L2 while it computes.
-        tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance`` and
-            ``streaming_stores`` leave open (None), by measuring the candidates once per machine
-            (``backends.c.tuning.Tuning``, ADR 0009); without it, an open option takes the
-            value of the first candidate (``backends.c.variants.candidates``: for a stencil
-            without shifted locals ``DEFAULT_VARIANT``'s). Explicit options always win.
+        tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance``,
+            ``streaming_stores`` and ``prefetch_outer`` leave open (None), by measuring the
+            candidates once per machine (``backends.c.tuning.Tuning``, ADR 0009); without it,
+            an open option takes the value of the first candidate
+            (``backends.c.variants.candidates``: for a stencil without shifted locals and
+            ``prefetch_outer`` open, ``DEFAULT_VARIANT``'s). Explicit options always win.
             The generated C names each stencil's variant and how it was chosen.
+        prefetch_outer: prefetch rows ahead along the outermost dimension of the tile into
+            L2 (``backends.c.variants.Variant``); None: a candidate of a stencil without
+            shifted locals over two outer dimensions or more where the tiles and the distance
+            are open too, else not. True with ``prefetch_distance=0`` keeps the tiles that go
+            with it (64x16 where open) and prefetches nothing.
     """
 
     temporaries: bool | None = None
@@ -147,9 +150,9 @@ class CTranslation:
     sweep_block: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
     )
-    prefetch_outer: bool | None = None
     sweep_prefetch: bool = False
     tuning: Tuning | None = None
+    prefetch_outer: bool | None = None
     emits: SourceFormat = attrs.field(default=C_SOURCE, init=False)
 
     def __attrs_post_init__(self) -> None:

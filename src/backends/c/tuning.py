@@ -5,7 +5,8 @@ more than one candidate (``backends.c.variants.candidates``), it looks for the c
 record of ``MeasureVariants``, a step cached on disk like the translations (self-verifying
 entries, ADR 0015) under a key made of the candidates' generated code, the compiler and its
 flags, and ``machine_identity()``. Stencils without shifted locals share one record per
-machine (``SHARED_SCOPE``): their candidates differ only in how rows are fetched and stored.
+machine and number of outer dimensions (``shared_scope``): their candidates differ only in
+how rows are fetched and stored and in the tiles that go with it.
 
 Without a record, the tuning's ``schedule`` decides (ADR 0009, ``STENCILFORGE_TUNING``):
 ``"exit"`` (the default) builds the predicted variant (``backends.c.prediction``) at once
@@ -77,6 +78,7 @@ __all__ = [
     "MeasurementRequest",
     "MeasurementWarning",
     "Tuning",
+    "shared_scope",
 ]
 
 _log = logging.getLogger(__name__)
@@ -108,7 +110,7 @@ class MeasurementRequest:
         text: the measuring executable's source (``measurement_source``).
         grid: the grid in words.
         machine: ``machine_identity()`` of the machine that measures.
-        scope: empty, or what else the choice holds for (``SHARED_SCOPE``): then the
+        scope: empty, or what else the choice holds for (``shared_scope``): then the
             record's key is the scope, the candidates, the machine and the generator's code
             alone, not this stencil's, and the first stencil measured decides for all.
     """
@@ -133,10 +135,19 @@ class MeasurementRequest:
 
 
 #: The scope of the choice of a stencil without shifted locals: its candidates differ in how
-#: rows are fetched and stored only (prefetching, streaming stores), a property of the
-#: machine's memory more than of the stencil, so one measurement per machine serves them all
-#: (measuring each one cost every small program's first build about 0.4 s).
+#: rows are fetched and stored only (prefetching, streaming stores, the tiles a prefetch
+#: along the tile's outermost dimension goes with), a property of the machine's memory more
+#: than of the stencil, so one measurement per machine and number of outer dimensions
+#: (``shared_scope``) serves them all (measuring each one cost every small program's first
+#: build about 0.4 s).
 SHARED_SCOPE = "for every stencil without shifted locals"
+
+
+def shared_scope(outer_dimensions: int) -> str:
+    """The scope of the shared choice of stencils without shifted locals over
+    ``outer_dimensions`` outer dimensions (the tiles cover some of them)."""
+    plural = "" if outer_dimensions == 1 else "s"
+    return f"{SHARED_SCOPE} over {outer_dimensions} outer dimension{plural}"
 
 
 @attrs.frozen
@@ -433,5 +444,5 @@ def _request(
         text,
         grid.describe(),
         machine_identity(),
-        "" if layout.temporaries else SHARED_SCOPE,
+        "" if layout.temporaries else shared_scope(len(layout.dims) - 1),
     )

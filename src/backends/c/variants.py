@@ -108,11 +108,6 @@ class Variant:
     temporary_rows: bool = False
     prefetch_outer: bool = False
 
-    @property
-    def prefetches_outer(self) -> bool:
-        """Whether the rows are prefetched along the outermost outer dimension (into L2)."""
-        return self.prefetch_outer or self.temporary_rows
-
     def describe(self) -> str:
         """In words: ``temporaries, tiles 8x32, prefetch 4``, ``temporary rows, tiles
         256x32, prefetch 4, streaming stores``, ``temporaries, tiles 64x16, prefetch 1 along
@@ -204,6 +199,7 @@ def candidates(
     options: VariantOptions = VariantOptions(),
     tile_candidates: Sequence[tuple[int, ...]] = TILE_CANDIDATES,
     row_tile_candidates: Sequence[tuple[int, ...]] = ROW_TILE_CANDIDATES,
+    outer_dimensions: int = 2,
 ) -> tuple[Variant, ...]:
     """The variants of a stencil worth measuring, within what ``options`` fix, the first one
     being what an unmeasured choice uses.
@@ -218,14 +214,15 @@ def candidates(
     its fields once whatever the tiles: the default tiles, and the distances of
     ``PREFETCH_CANDIDATES`` instead (prefetching cost laplacian a tenth on one machine and
     gained hdiff a fifth on another, ADR 0009); with tiles, distance and ``prefetch_outer``
-    open, also ``OUTER_PREFETCH_TILE_SIZES`` prefetching along the outermost outer
-    dimension. ``prefetch_outer=True`` makes every candidate prefetch along it (at
-    ``OUTER_PREFETCH_TILE_SIZES`` and ``OUTER_PREFETCH_DISTANCE`` where those are open for a
-    stencil without shifted locals).
+    open and two outer dimensions or more (``outer_dimensions``), also
+    ``OUTER_PREFETCH_TILE_SIZES`` prefetching along the outermost dimension of the tile.
+    ``prefetch_outer=True`` makes every candidate prefetch along it (at
+    ``OUTER_PREFETCH_TILE_SIZES`` where the tiles are open for a stencil without shifted
+    locals, and ``OUTER_PREFETCH_DISTANCE`` rows ahead where the distance is open).
     """
     stores = (False, True) if options.streaming_stores is None else (options.streaming_stores,)
     if not has_temporaries:
-        return _without_shifted_locals(options, stores)
+        return _without_shifted_locals(options, stores, outer_dimensions)
     ways: list[tuple[bool, bool]] = []
     for way in (True, False) if options.temporaries is None else (options.temporaries,):
         if not way:
@@ -242,17 +239,19 @@ def candidates(
     for store in stores:
         for way, rows in ways:
             shapes = row_tile_candidates if rows else tile_candidates
-            distance = options.prefetch_distance
-            if distance is None:
-                distance = ROW_PREFETCH_DISTANCE if rows else DEFAULT_PREFETCH_DISTANCE
             outer = bool(options.prefetch_outer)
+            distance = options.prefetch_distance
+            if distance is None and rows:
+                distance = ROW_PREFETCH_DISTANCE
+            elif distance is None:
+                distance = OUTER_PREFETCH_DISTANCE if outer else DEFAULT_PREFETCH_DISTANCE
             for shape in tuple(shapes) if options.tile_sizes is None else (options.tile_sizes,):
                 found.append(Variant(way, shape, distance, store, rows, outer))
     return tuple(found)
 
 
 def _without_shifted_locals(
-    options: VariantOptions, stores: tuple[bool, ...]
+    options: VariantOptions, stores: tuple[bool, ...], outer_dimensions: int
 ) -> tuple[Variant, ...]:
     way = True if options.temporaries is None else options.temporaries
     if options.prefetch_outer:
@@ -264,6 +263,7 @@ def _without_shifted_locals(
     given = options.prefetch_distance
     distances = PREFETCH_CANDIDATES if given is None else (given,)
     outer = options.prefetch_outer is None and options.tile_sizes is None and given is None
+    outer = outer and outer_dimensions > 1
     found = []
     for store in stores:
         found += [Variant(way, shape, distance, store) for distance in distances]
@@ -281,7 +281,7 @@ def choose_unmeasured(
     """The choice for ``stencil`` when ``options`` leave one candidate, else the candidates
     to measure (the first is the default)."""
     layout = StencilLayout.of(program, stencil, temporaries=True)
-    found = candidates(bool(layout.temporaries), options)
+    found = candidates(bool(layout.temporaries), options, outer_dimensions=len(layout.dims) - 1)
     if len(found) > 1:
         return found
     if options.settled:

@@ -111,3 +111,41 @@ def vertical_chain(f: IJK) -> IJK:
 @program
 def vertical_chain_program(inp: IJK, out: IJK):
     vertical_chain(inp, out=out[1:-1, 1:-1, 2:-2])
+
+
+# ------------------------------------------------- fields of other dimensions than the stencil's
+
+L = Dimension("L")
+IK = Field[[I, K], float64]
+JK = Field[[J, K], float64]
+IJKL = Field[[I, J, K, L], float64]
+
+
+@field_operator
+def mixed_dims(f: IJK, h: IK, g: JK) -> IJK:
+    return f(I + 1) + h(I + 1) + g(J + 1)
+
+
+@program
+def mixed_dims_program(f: IJK, h: IK, g: JK, out: IJK):
+    mixed_dims(f, h, g, out=out[:-1, :-1, :])
+
+
+def mixed_dims_reference(f: np.ndarray, h: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:
+    """What ``mixed_dims_program`` writes: ``out[:-1, :-1]``."""
+    out[:-1, :-1] = f[1:, :-1] + h[1:, None, :] + g[None, 1:, :]
+
+
+@field_operator
+def four_dims(f: IJKL) -> IJKL:
+    return f(I + 1) + f(J - 1) + f(K + 1)
+
+
+@program
+def four_dims_program(f: IJKL, out: IJKL):
+    four_dims(f, out=out[:-1, 1:, :-1, :])
+
+
+def four_dims_reference(f: np.ndarray, out: np.ndarray) -> None:
+    """What ``four_dims_program`` writes: ``out[:-1, 1:, :-1]``."""
+    out[:-1, 1:, :-1] = f[1:, 1:, :-1] + f[:-1, :-1, :-1] + f[:-1, 1:, 1:]
