@@ -66,7 +66,7 @@ DEFAULT_PREFETCH_DISTANCE = 4
 PREFETCH_CANDIDATES = (DEFAULT_PREFETCH_DISTANCE, 0)
 
 #: The tiles of the candidate of a stencil without shifted locals that prefetches rows ahead
-#: along the outermost outer dimension into L2 (``Variant.prefetch_outer``): long along it,
+#: along the tile's outermost dimension into L2 (``Variant.prefetch_outer``): long along it,
 #: so that the rows ahead are the tile's own, and narrow along the next, so that the rows of
 #: the positions just behind stay in L1 (on the Zen 4 VM one thread ran laplacian's large
 #: grid 1.6x faster than with the default tiles and prefetch: ADR 0009, 2026-12-05 notes).
@@ -86,8 +86,8 @@ class Variant:
         tile_sizes: tile extents of the outer dimensions (the last ones).
         prefetch_distance: sweep positions ahead that the parallel path prefetches the rows
             it will touch first (0: no software prefetching): along the innermost outer
-            dimension into L1, or with ``temporary_rows`` or ``prefetch_outer`` along the
-            outermost one into L2.
+            dimension into L1, or with ``temporary_rows`` (the outermost) or
+            ``prefetch_outer`` (the tile's outermost) along another one into L2.
         streaming_stores: on the parallel path of a domain whose outputs exceed half the
             last-level cache, outputs contiguous along the inner dimension are written with
             non-temporal stores (and not prefetched).
@@ -95,10 +95,11 @@ class Variant:
             sweep still reads (``backends.c.tile_plan``: a ring of a few positions along the
             outermost outer dimension where a read lags its store), instead of the whole
             tile: small enough for L1/L2 whatever the tile's length along that dimension.
-        prefetch_outer: prefetch rows ahead along the outermost outer dimension into L2, as
-            ``temporary_rows`` always does, instead of positions ahead along the innermost
-            outer one into L1. A demand miss waits in the core's window; an L2 prefetch far
-            enough ahead lets the sweep's arithmetic run while the next rows arrive.
+        prefetch_outer: prefetch rows ahead into L2 along the first outer dimension the
+            tile covers (the outermost, for a stencil over two outer dimensions), instead of
+            positions ahead along the innermost outer one into L1. A demand miss waits in
+            the core's window; an L2 prefetch far enough ahead lets the sweep's arithmetic
+            run while the next rows arrive.
     """
 
     temporaries: bool
@@ -235,11 +236,11 @@ def candidates(
             ways += [(True, False)] if given else [(True, False), (True, True)]
         else:
             ways.append((True, options.temporary_rows))
+    outer = bool(options.prefetch_outer)
     found = []
     for store in stores:
         for way, rows in ways:
             shapes = row_tile_candidates if rows else tile_candidates
-            outer = bool(options.prefetch_outer)
             distance = options.prefetch_distance
             if distance is None and rows:
                 distance = ROW_PREFETCH_DISTANCE
