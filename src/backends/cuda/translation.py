@@ -3,18 +3,15 @@ stencil, and the argument struct they share)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.clike import addressing, expressions, generator, runtime, source
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import BOOL_TYPEDEF, runtime_functions
 from backends.clike.source import unit_stride_flags
-from backends.cuda import interface, kernels, specialization
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import ArgumentStruct, CudaInterface, StructMember
 from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, generate_kernel
@@ -39,18 +36,8 @@ CUDA_SOURCE = SourceFormat("cuda", DeviceType.CUDA)
 #: 32 KiB); the argument struct of a program must fit.
 MAX_PARAMETER_BYTES = 4096
 
-_GENERATOR_VERSION = source_digest(
-    loops,
-    addressing,
-    expressions,
-    generator,
-    runtime,
-    source,
-    interface,
-    kernels,
-    specialization,
-    sys.modules[__name__],
-)
+# Every module of the CUDA and C-like generators.
+_GENERATOR_VERSION = source_digest(loops, packages=("backends.clike", "backends.cuda"))
 
 # The generated source includes no header under NVRTC (which has none) and only C's
 # fixed-width integers and math under nvcc; NAN and INFINITY are defined where math.h is not.
