@@ -14,7 +14,7 @@ from backends.clike.runtime import BOOL_TYPEDEF, runtime_functions
 from backends.clike.source import unit_stride_flags
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import ArgumentStruct, CudaInterface, StructMember
-from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, generate_kernel
+from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, KernelShape, generate_kernel
 from backends.cuda.specialization import fits_narrow_indices, grid_covers
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.stages import CompilableProgram
@@ -93,30 +93,6 @@ def argument_struct(ir: ProgramIR, codes: list[KernelCode]) -> ArgumentStruct:
             members.append(StructMember(f"hi{plan.stencil}", "int64", len(plan.dims)))
         members += [StructMember(member, dtype, pointer=True) for member, dtype in plan.kept]
     return ArgumentStruct(tuple(members))
-
-
-@attrs.frozen
-class KernelShape:
-    """The shape of a program's kernels, shown in the first line of its source.
-
-    Attributes:
-        parallelization: ``"points"`` or ``"columns"``.
-        narrow_indices: 32-bit indices and offsets.
-        grid_covers: one point per thread along the grid's y and z, no grid-stride loops.
-    """
-
-    parallelization: str
-    narrow_indices: bool = attrs.field(kw_only=True)
-    grid_covers: bool = attrs.field(kw_only=True)
-
-    def describe(self) -> str:
-        """``points``, ``points, 32-bit indices, one point per thread`` ..."""
-        parts = [self.parallelization]
-        if self.narrow_indices:
-            parts.append("32-bit indices")
-        if self.grid_covers:
-            parts.append("one point per thread")
-        return ", ".join(parts)
 
 
 @attrs.frozen
@@ -209,13 +185,7 @@ class CudaTranslation:
         shape: KernelShape,
     ) -> KernelCode:
         try:
-            return generate_kernel(
-                StencilSite(ir, stencil, index, unit),
-                parallelization=self.parallelization,
-                block=self.block,
-                index_type="int32_t" if shape.narrow_indices else "int64_t",
-                grid_covers=shape.grid_covers,
-            )
+            return generate_kernel(StencilSite(ir, stencil, index, unit), shape, block=self.block)
         except NotImplementedError as error:
             where = f" (line {stencil.loc.line} of {stencil.loc.filename})" if stencil.loc else ""
             raise UnsupportedConstructError(
