@@ -2,7 +2,8 @@
 (``backends.c.launcher``) and every backend's native entries (``backends.entries``).
 
 An ``Extension`` is what is built (the module's name, its C source, the interface its module
-must report, its name in messages); where and with what is the caller's. The walk::
+must report, its name in messages); an ``ExtensionBuild`` is where it is kept and the compiler
+that builds it (``ExtensionBuild.intact_build`` takes the first two steps). The walk::
 
     private_root(directory, fallback)            the toolchain directory, else the cache's
     published(extension, root, key, command)     builds/<module>.<key>/ with a COMPLETE marker
