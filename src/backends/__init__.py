@@ -72,8 +72,8 @@ def _jax_jit() -> Backend:
 
 def _c_cpu() -> Backend:
     from backends.c import c_cpu_pipeline, compile_time_args  # noqa: PLC0415  (when first used)
-    from backends.c.compilation import default_compiler  # noqa: PLC0415
     from backends.cache import cache_directory  # noqa: PLC0415
+    from backends.clike.compiler import default_compiler  # noqa: PLC0415
 
     _require_compiler("c_cpu", "a C compiler", default_compiler(), "gcc or clang", "gcc", "CC")
     import allocators  # noqa: PLC0415

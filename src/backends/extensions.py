@@ -2,7 +2,8 @@
 (``backends.c.launcher``) and every backend's native entries (``backends.entries``).
 
 An ``Extension`` is what is built (the module's name, its C source, the interface its module
-must report, its name in messages); where and with what is the caller's. The walk::
+must report, its name in messages); an ``ExtensionBuild`` is where it is kept and the compiler
+that builds it (``ExtensionBuild.intact_build`` takes the first two steps). The walk::
 
     private_root(directory, fallback)            the toolchain directory, else the cache's
     published(extension, root, key, command)     builds/<module>.<key>/ with a COMPLETE marker
@@ -32,13 +33,14 @@ import attrs
 import numpy as np
 
 from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verified_bytes
-from backends.clike.compiler import CompilationError
+from backends.clike.compiler import CompilationError, compiler_identity, default_compiler
 from pipeline.caching import ensure_private_directory
 from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import source_digest
 
 __all__ = [
     "Extension",
+    "ExtensionBuild",
     "build_environment",
     "extension_fingerprint",
     "imported",
@@ -69,6 +71,52 @@ class Extension:
     def file_name(self) -> str:
         """The built file's name."""
         return f"{self.module}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
+def _identity_of(build: ExtensionBuild) -> str | None:
+    try:
+        return compiler_identity(build.compiler, build.directory)
+    except CompilationError:
+        return None  # reported when the extension is built
+
+
+@attrs.frozen
+class ExtensionBuild:
+    """Where an extension is kept and the compiler that builds it; what the c_cpu launcher
+    and the native entries share (each adds its ``Extension``, its key and how it loads).
+
+    Attributes:
+        directory: where it is kept (``builds/`` and ``tmp/`` live inside, and the compiler's
+            identity is remembered there).
+        fallback_directory: where it is kept when ``directory`` cannot be created (None:
+            nowhere else). A directory others can write is refused, never worked around.
+        compiler: the C compiler (``$CC``, else ``cc``): any compiler of the platform's C
+            ABI.
+        flags: its optimization flags (``-fPIC -shared`` are always added).
+        compiler_identity: what ``compiler`` says it is, asked when the build is made (so
+            that fingerprinting it runs nothing); None when it cannot run, which building
+            the extension reports.
+    """
+
+    directory: str
+    fallback_directory: str | None = None
+    compiler: str = attrs.field(factory=default_compiler)
+    flags: tuple[str, ...] = attrs.field(default=("-O2",), converter=tuple)
+    compiler_identity: str | None = attrs.field(
+        default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
+    )
+
+    def intact_build(self, extension: Extension, key: str) -> tuple[Path, str]:
+        """The path of an intact published build of ``extension`` with this compiler and
+        flags, and its SHA-256 (:func:`published` under the directory, or the fallback).
+
+        Raises:
+            CompilationError: the compiler could not run when the build was made, or failed.
+        """
+        if self.compiler_identity is None:
+            compiler_identity(self.compiler)  # raises, saying why
+        root = private_root(self.directory, self.fallback_directory, extension.what)
+        return published(extension, root, key, (self.compiler, *self.flags))
 
 
 def build_environment() -> tuple[object, ...]:

@@ -24,6 +24,7 @@ import enum
 import functools
 import hashlib
 import importlib.metadata
+import importlib.util
 import math
 import os
 import site
@@ -31,7 +32,8 @@ import struct
 import sys
 import sysconfig
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, cast
 
 import attrs
@@ -63,12 +65,17 @@ def fingerprint_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def source_digest(*modules: types.ModuleType) -> str:
-    """A digest of the source files of ``modules``.
+def source_digest(*modules: types.ModuleType, packages: Iterable[str] = ()) -> str:
+    """A digest of the source files of ``modules`` and of every module file under the
+    ``packages`` named (dotted names; their subpackages included).
 
     Steps whose output depends on their own code (a translation's generator) put this in
     their fingerprint, so that a changed generator never reuses a disk-cached result made
-    by the old one, even when the package version did not change.
+    by the old one, even when the package version did not change. Naming a package rather
+    than listing its modules cannot forget one, a module added later included.
+
+    Raises:
+        FingerprintError: a module has no source file, or a name is not a package's.
     """
     digest = hashlib.sha256()
     for module in modules:
@@ -77,7 +84,23 @@ def source_digest(*modules: types.ModuleType) -> str:
             raise FingerprintError(f"module {module.__name__} has no source file to digest")
         with open(path, "rb") as handle:
             digest.update(module.__name__.encode() + b"\0" + handle.read())
+    for package in packages:
+        for name, path in _package_files(package):
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+def _package_files(package: str) -> list[tuple[str, Path]]:
+    """The module files under ``package``'s folders, each named by its path from there."""
+    spec = importlib.util.find_spec(package)
+    folders = spec.submodule_search_locations if spec is not None else None
+    if not folders:
+        raise FingerprintError(f"{package} is not a package with folders to digest")
+    return sorted(
+        (f"{package}/{path.relative_to(folder).as_posix()}", path)
+        for folder in map(Path, folders)
+        for path in folder.rglob("*.py")
+    )
 
 
 def _installed_roots() -> tuple[str, ...]:

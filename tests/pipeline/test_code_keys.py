@@ -18,10 +18,12 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+import pytest
 
 import pipeline
 from pipeline import CachedStep, fingerprint
-from pipeline.fingerprint import code_digest
+from pipeline.errors import FingerprintError
+from pipeline.fingerprint import code_digest, source_digest
 
 _GENERATOR = '''
 import attrs
@@ -113,6 +115,29 @@ def test_the_code_digest_covers_the_steps_own_modules_and_the_modules_it_names()
 def test_in_memory_caches_do_not_read_sources():
     step = CachedStep.in_memory(textwrap.dedent)
     assert step("  x") == "x"
+
+
+
+def test_a_package_source_digest_sees_every_module_under_it_one_added_later_included(
+    tmp_path, monkeypatch
+):
+    emitters = tmp_path / "sf_digest_generators" / "emitters"
+    emitters.mkdir(parents=True)
+    (emitters.parent / "__init__.py").write_text("")
+    (emitters / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    empty = source_digest(packages=["sf_digest_generators"])
+    (emitters / "vectors.py").write_text("WIDTH = 4\n")
+    four = source_digest(packages=["sf_digest_generators"])
+    (emitters / "vectors.py").write_text("WIDTH = 8\n")
+    # Before, a generator's modules were listed by hand, and an edit of one left out
+    # (backends.c.vectors) was served the old translation.
+    assert len({empty, four, source_digest(packages=["sf_digest_generators"])}) == 3
+
+
+def test_a_source_digest_of_a_module_named_as_a_package_is_an_error():
+    with pytest.raises(FingerprintError, match="textwrap is not a package"):
+        source_digest(packages=["textwrap"])
 
 
 _INSTALLED_BACKEND = """

@@ -13,7 +13,6 @@ that loads wrong.
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from backends.c.units import split_units
 from backends.clike.compiler import (
     CompilationError,
     compiler_identity,
+    default_compiler,
     made_again_where_unpickled,
     step_fingerprint,
 )
@@ -38,16 +38,10 @@ __all__ = [
     "REQUIRED_FLAGS",
     "CCompilation",
     "artifact_is_intact",
-    "default_compiler",
     "is_gcc",
 ]
 
 _log = logging.getLogger(__name__)
-
-
-def default_compiler() -> str:
-    """``$CC`` if set, else ``cc``."""
-    return os.environ.get("CC") or "cc"
 
 
 #: Flags for gcc only: they tune gcc's optimizer for the generated tile sweeps.

@@ -29,16 +29,8 @@ from types import ModuleType
 import attrs
 
 from backends.c import launch_abi, launcher_source
-from backends.c.compilation import default_compiler
 from backends.c.launcher_source import LAUNCHER_C, LAUNCHER_MODULE
-from backends.clike.compiler import CompilationError, compiler_identity
-from backends.extensions import (
-    Extension,
-    extension_fingerprint,
-    imported,
-    private_root,
-    published,
-)
+from backends.extensions import Extension, ExtensionBuild, extension_fingerprint, imported
 from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint
 
@@ -56,38 +48,13 @@ _LOADED: dict[str, ModuleType] = {}
 _LOADING = threading.Lock()
 
 
-def _identity_of(launcher: Launcher) -> str | None:
-    try:
-        return compiler_identity(launcher.compiler, launcher.directory)
-    except CompilationError:
-        return None
-
-
 @attrs.frozen
-class Launcher:
-    """Where the launcher is kept and how it is built.
+class Launcher(ExtensionBuild):
+    """Where the launcher is kept and how it is built: an ``ExtensionBuild`` (``directory``
+    is ``<toolchain>/c-launcher``, ``fallback_directory`` ``<cache>/launcher``) whose flags
+    default to ``LAUNCHER_FLAGS``."""
 
-    Attributes:
-        directory: where it is kept (``<toolchain>/c-launcher``; ``builds/`` and ``tmp/``
-            live inside, and the compiler's identity is remembered there).
-        fallback_directory: where it is kept when ``directory`` cannot be created
-            (``<cache>/launcher``; None: nowhere else). A directory others can write is
-            refused, never worked around.
-        compiler: the C compiler that builds it (any compiler of the platform's C ABI: the
-            interface to programs is plain C).
-        flags: its optimization flags (``-fPIC -shared`` are always added).
-        compiler_identity: what ``compiler`` says it is, asked when the launcher is made
-            (so that fingerprinting it runs nothing); None when it cannot run, which the
-            launcher's build reports.
-    """
-
-    directory: str
-    fallback_directory: str | None = None
-    compiler: str = attrs.field(factory=default_compiler)
     flags: tuple[str, ...] = attrs.field(default=LAUNCHER_FLAGS, converter=tuple)
-    compiler_identity: str | None = attrs.field(
-        default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
-    )
 
     def __fingerprint__(self) -> object:
         # Everything the built extension depends on; not where it is kept.
@@ -142,10 +109,7 @@ class Launcher:
             CompilationError: the compiler could not run when the launcher was made, or
                 failed.
         """
-        if self.compiler_identity is None:
-            compiler_identity(self.compiler)  # raises, saying why
-        root = private_root(self.directory, self.fallback_directory, LAUNCHER.what)
-        return published(LAUNCHER, root, self.key, (self.compiler, *self.flags))
+        return self.intact_build(LAUNCHER, self.key)
 
 
 def _import(path: Path, digest: str) -> ModuleType:

@@ -3,37 +3,18 @@ launcher descriptor, ``backends.c.bindings``)."""
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from backends import loops
-from backends.c import (
-    bindings,
-    codegen,
-    launch_abi,
-    machine,
-    scratch,
-    specialization,
-    stencil_code,
-    streaming,
-    sweep_blocks,
-    sweeps,
-    tile_driver,
-    tile_function,
-    tile_plan,
-    tile_sweep,
-    units,
-    variants,
-)
+from backends.c import specialization
 from backends.c.bindings import generate_module
 from backends.c.codegen import generate_stencil
 from backends.c.machine import l1_data_cache_bytes, last_level_cache_bytes
 from backends.c.stencil_code import StencilCode
 from backends.c.sweeps import generate_sweep
 from backends.c.variants import Choice, VariantOptions, choose_unmeasured
-from backends.clike import addressing, expressions, generator, runtime, source
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import runtime_for
 from backends.clike.source import C_SOURCE, unit_stride_flags
@@ -49,33 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CTranslation"]
 
-# pipeline.dsl.arguments decides which arguments must not overlap; the bindings emit its checks.
-_GENERATOR_VERSION = source_digest(
-    loops,
-    addressing,
-    codegen,
-    expressions,
-    generator,
-    machine,
-    bindings,
-    launch_abi,
-    runtime,
-    scratch,
-    source,
-    specialization,
-    stencil_code,
-    streaming,
-    sweep_blocks,
-    sweeps,
-    tile_driver,
-    tile_function,
-    tile_plan,
-    tile_sweep,
-    units,
-    variants,
-    arguments,
-    sys.modules[__name__],
-)
+# Every module of the C and C-like generators, and pipeline.dsl.arguments, which decides which
+# arguments must not overlap (the bindings emit its checks).
+_GENERATOR_VERSION = source_digest(loops, arguments, packages=("backends.c", "backends.clike"))
 
 
 def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

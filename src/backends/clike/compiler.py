@@ -29,6 +29,7 @@ from pipeline.fingerprint import fingerprint, fingerprint_bytes, source_digest
 __all__ = [
     "CompilationError",
     "compiler_identity",
+    "default_compiler",
     "made_again_where_unpickled",
     "run_compiler",
     "step_fingerprint",
@@ -51,6 +52,11 @@ def _machine_signature() -> str:
         return fingerprint_bytes("".join(lines).encode())
     except OSError:
         return platform.platform() + platform.processor()
+
+
+def default_compiler() -> str:
+    """``$CC`` if set, else ``cc``."""
+    return os.environ.get("CC") or "cc"
 
 
 @functools.cache

@@ -33,10 +33,41 @@ from backends.loops import SweepPlan, plan_sweeps
 from pipeline.dsl.ir.nodes import Scan
 from pipeline.dsl.types import FieldType, ScalarType
 
-__all__ = ["PARALLELIZATIONS", "KernelCode", "fold_block", "generate_kernel", "thread_axes"]
+__all__ = [
+    "PARALLELIZATIONS",
+    "KernelCode",
+    "KernelShape",
+    "fold_block",
+    "generate_kernel",
+    "thread_axes",
+]
 
 #: The shapes a non-scan kernel may take (``CudaTranslation.parallelization``).
 PARALLELIZATIONS = ("points", "columns")
+
+
+@attrs.frozen
+class KernelShape:
+    """The shape of a program's kernels, shown in the first line of its source.
+
+    Attributes:
+        parallelization: ``"points"`` or ``"columns"``.
+        narrow_indices: 32-bit indices and offsets.
+        grid_covers: one point per thread along the grid's y and z, no grid-stride loops.
+    """
+
+    parallelization: str
+    narrow_indices: bool = attrs.field(kw_only=True)
+    grid_covers: bool = attrs.field(kw_only=True)
+
+    def describe(self) -> str:
+        """``points``, ``points, 32-bit indices, one point per thread`` ..."""
+        parts = [self.parallelization]
+        if self.narrow_indices:
+            parts.append("32-bit indices")
+        if self.grid_covers:
+            parts.append("one point per thread")
+        return ", ".join(parts)
 
 
 @attrs.frozen
@@ -76,19 +107,16 @@ class _KernelGenerator(StencilGenerator):
     def __init__(
         self,
         site: StencilSite,
-        *,
-        parallelization: str,
+        shape: KernelShape,
         block: tuple[int, int, int],
-        index_type: str = "int64_t",
-        grid_covers: bool = False,
     ) -> None:
         super().__init__(site, temporaries=False)
-        self.itype = index_type
-        self.grid_covers = grid_covers
+        self.itype = "int32_t" if shape.narrow_indices else "int64_t"
+        self.grid_covers = shape.grid_covers
         self.sweeps = plan_sweeps(self.stencil)
         if self.sweeps is not None:
             self.sequential: str | None = self.sweeps.axis
-        elif parallelization == "columns" and len(self.dims) >= 2:
+        elif shape.parallelization == "columns" and len(self.dims) >= 2:
             self.sequential = self.dims[-1]
         else:
             self.sequential = None
@@ -321,36 +349,20 @@ class _KernelGenerator(StencilGenerator):
 
 
 def generate_kernel(
-    site: StencilSite,
-    *,
-    parallelization: str,
-    block: tuple[int, int, int],
-    index_type: str = "int64_t",
-    grid_covers: bool = False,
+    site: StencilSite, shape: KernelShape, *, block: tuple[int, int, int]
 ) -> KernelCode:
-    """The kernel ``sf_kernel_<index>`` computing ``site``'s stencil over the domain in
-    ``a.lo<index>``/``a.hi<index>``, and its launch plan.
+    """The kernel ``sf_kernel_<index>`` of ``shape`` computing ``site``'s stencil over the
+    domain in ``a.lo<index>``/``a.hi<index>``, and its launch plan.
 
     Args:
-        parallelization: ``"points"`` or ``"columns"`` (see ``PARALLELIZATIONS``).
+        shape: how the kernel spreads over threads, the width of its indices (32-bit only
+            where every offset the kernel can form fits: the arrays' spans, the caller knows
+            them) and whether every launch's grid covers the domain along y and z (each
+            extent at most the grid's limit), so that each thread computes one point and no
+            grid-stride loops are emitted; the launcher refuses a launch it does not cover.
         block: threads per block along x, y and z.
-        index_type: the C type of indices and element offsets: ``"int32_t"`` only where
-            every offset the kernel can form fits (the arrays' spans, ``grid_covers``'s
-            caller knows them), else ``"int64_t"``.
-        grid_covers: whether every launch's grid covers the domain along y and z (each
-            extent at most the grid's limit), so that each thread computes one point and
-            no grid-stride loops are emitted; the launcher refuses a launch it does not
-            cover.
 
     Raises:
         NotImplementedError: the stencil's outputs have different dimensions.
     """
-    generator = _KernelGenerator(
-        site,
-        parallelization=parallelization,
-        block=block,
-        index_type=index_type,
-        grid_covers=grid_covers,
-    )
-    return generator.generate()
-
+    return _KernelGenerator(site, shape, block).generate()

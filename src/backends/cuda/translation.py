@@ -3,21 +3,18 @@ stencil, and the argument struct they share)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.clike import addressing, expressions, generator, runtime, source
 from backends.clike.generator import StencilSite
 from backends.clike.runtime import BOOL_TYPEDEF, runtime_functions
 from backends.clike.source import unit_stride_flags
-from backends.cuda import interface, kernels, specialization
 from backends.cuda.errors import UnsupportedConstructError
 from backends.cuda.interface import ArgumentStruct, CudaInterface, StructMember
-from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, generate_kernel
+from backends.cuda.kernels import PARALLELIZATIONS, KernelCode, KernelShape, generate_kernel
 from backends.cuda.specialization import fits_narrow_indices, grid_covers
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.stages import CompilableProgram
@@ -39,18 +36,8 @@ CUDA_SOURCE = SourceFormat("cuda", DeviceType.CUDA)
 #: 32 KiB); the argument struct of a program must fit.
 MAX_PARAMETER_BYTES = 4096
 
-_GENERATOR_VERSION = source_digest(
-    loops,
-    addressing,
-    expressions,
-    generator,
-    runtime,
-    source,
-    interface,
-    kernels,
-    specialization,
-    sys.modules[__name__],
-)
+# Every module of the CUDA and C-like generators.
+_GENERATOR_VERSION = source_digest(loops, packages=("backends.clike", "backends.cuda"))
 
 # The generated source includes no header under NVRTC (which has none) and only C's
 # fixed-width integers and math under nvcc; NAN and INFINITY are defined where math.h is not.
@@ -106,30 +93,6 @@ def argument_struct(ir: ProgramIR, codes: list[KernelCode]) -> ArgumentStruct:
             members.append(StructMember(f"hi{plan.stencil}", "int64", len(plan.dims)))
         members += [StructMember(member, dtype, pointer=True) for member, dtype in plan.kept]
     return ArgumentStruct(tuple(members))
-
-
-@attrs.frozen
-class KernelShape:
-    """The shape of a program's kernels, shown in the first line of its source.
-
-    Attributes:
-        parallelization: ``"points"`` or ``"columns"``.
-        narrow_indices: 32-bit indices and offsets.
-        grid_covers: one point per thread along the grid's y and z, no grid-stride loops.
-    """
-
-    parallelization: str
-    narrow_indices: bool = attrs.field(kw_only=True)
-    grid_covers: bool = attrs.field(kw_only=True)
-
-    def describe(self) -> str:
-        """``points``, ``points, 32-bit indices, one point per thread`` ..."""
-        parts = [self.parallelization]
-        if self.narrow_indices:
-            parts.append("32-bit indices")
-        if self.grid_covers:
-            parts.append("one point per thread")
-        return ", ".join(parts)
 
 
 @attrs.frozen
@@ -222,13 +185,7 @@ class CudaTranslation:
         shape: KernelShape,
     ) -> KernelCode:
         try:
-            return generate_kernel(
-                StencilSite(ir, stencil, index, unit),
-                parallelization=self.parallelization,
-                block=self.block,
-                index_type="int32_t" if shape.narrow_indices else "int64_t",
-                grid_covers=shape.grid_covers,
-            )
+            return generate_kernel(StencilSite(ir, stencil, index, unit), shape, block=self.block)
         except NotImplementedError as error:
             where = f" (line {stencil.loc.line} of {stencil.loc.filename})" if stencil.loc else ""
             raise UnsupportedConstructError(

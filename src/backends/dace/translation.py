@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 import threading
 import uuid
 from collections.abc import Mapping
@@ -44,10 +43,9 @@ import attrs
 
 from allocators import DeviceType
 from backends import loops
-from backends.clike import expressions, generator, runtime, source
+from backends.clike import runtime
 from backends.clike.runtime import RUNTIME_C
 from backends.clike.source import unit_stride_flags
-from backends.dace import dataflow, entry, naming, otf, recipe, tasklets, tiling
 from backends.dace.dataflow import SDFGBuilder
 from backends.dace.entry import packed_entry
 from backends.dace.naming import SDFGInterface
@@ -62,21 +60,8 @@ __all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
 SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
-_GENERATOR_VERSION = source_digest(
-    loops,
-    dataflow,
-    entry,
-    tasklets,
-    expressions,
-    generator,
-    runtime,
-    source,
-    naming,
-    recipe,
-    otf,
-    tiling,
-    sys.modules[__name__],
-)
+# Every module of the SDFG and C-like generators.
+_GENERATOR_VERSION = source_digest(loops, packages=("backends.clike", "backends.dace"))
 
 
 #: DaCe's configuration is process-wide: translations and builds that change it take turns.

@@ -16,7 +16,6 @@ answer is kept per process (``_LOADED``, a documented per-process registry).
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 from types import ModuleType
@@ -25,16 +24,10 @@ from typing import Any
 import attrs
 
 from backends.cache import configured_cache_directory, toolchain_directory
-from backends.clike.compiler import CompilationError, compiler_identity
+from backends.clike.compiler import CompilationError
 from backends.entries import source
 from backends.entries.source import ENTRIES_ABI, ENTRIES_C, ENTRIES_MODULE
-from backends.extensions import (
-    Extension,
-    extension_fingerprint,
-    imported,
-    private_root,
-    published,
-)
+from backends.extensions import Extension, ExtensionBuild, extension_fingerprint, imported
 from pipeline.errors import DamagedArtifactError
 from pipeline.fingerprint import fingerprint
 
@@ -50,37 +43,15 @@ _LOADED: dict[str, Any] = {}
 _LOADING = threading.Lock()
 
 
-def _identity_of(build: EntryBuild) -> str | None:
-    try:
-        return compiler_identity(build.compiler, build.directory)
-    except CompilationError:
-        return None  # reported when the module is asked for
-
-
 @attrs.frozen
-class EntryBuild:
-    """Where ``sf_entries`` is kept and how it is built.
-
-    Attributes:
-        directory: where it is kept (``builds/`` and ``tmp/`` live inside).
-        fallback_directory: where it is kept when ``directory`` cannot be created.
-        compiler: the C compiler (``$CC``, else ``cc``).
-        compiler_identity: what ``compiler`` says it is, asked when the build is made (so
-            that fingerprinting it runs nothing); None when it cannot run.
-    """
-
-    directory: str
-    fallback_directory: str | None = None
-    compiler: str = attrs.field(factory=lambda: os.environ.get("CC") or "cc")
-    compiler_identity: str | None = attrs.field(
-        default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
-    )
+class EntryBuild(ExtensionBuild):
+    """Where ``sf_entries`` is kept and how it is built (an ``ExtensionBuild``)."""
 
     def __fingerprint__(self) -> object:
         return extension_fingerprint(
             self.compiler,
+            self.flags,
             self.compiler_identity,
-            self.command,
             code=(sys.modules[__name__], source),
         )
 
@@ -91,15 +62,7 @@ class EntryBuild:
             CompilationError: no compiler, or it failed.
             DamagedArtifactError: the file was altered between its check and its import.
         """
-        if self.compiler_identity is None:
-            compiler_identity(self.compiler)  # raises, saying why
-        root = private_root(self.directory, self.fallback_directory, ENTRIES.what)
-        return imported(ENTRIES, *published(ENTRIES, root, fingerprint(self)[:24], self.command))
-
-    @property
-    def command(self) -> tuple[str, ...]:
-        """The compiler and its flags."""
-        return (self.compiler, "-O2")
+        return imported(ENTRIES, *self.intact_build(ENTRIES, fingerprint(self)[:24]))
 
 
 def native_entries() -> Any:
