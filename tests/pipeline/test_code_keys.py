@@ -117,7 +117,6 @@ def test_in_memory_caches_do_not_read_sources():
     assert step("  x") == "x"
 
 
-
 def test_a_package_source_digest_sees_every_module_under_it_one_added_later_included(
     tmp_path, monkeypatch
 ):
