@@ -11,6 +11,7 @@ Cases of the DSL corpus; no ``from __future__ import annotations``: the DSL read
 from pipeline.dsl import Field, field_operator, float64, program, staggered
 
 from .cases import OUT, F, Feature, arguments
+from .composition import double
 from .grid import IJK, SHAPE, I, J, K
 
 STAGGERED_DIMENSIONS = Feature("staggered dimensions")
@@ -120,13 +121,8 @@ STAGGERED_DIMENSIONS.add("staggered_edge_temporary", edge_temporary,
 
 
 @field_operator
-def _doubled(a: IJK) -> IJK:
-    return 2.0 * a
-
-
-@field_operator
 def _edges_of_a_call(a: IJK) -> EDGES_I:
-    return _doubled(a)(IHalf + 0.5) - a(IHalf - 0.5)  # the call's result moves to the edges
+    return double(a)(IHalf + 0.5) - a(IHalf - 0.5)  # the call's result moves to the edges
 
 
 @program
