@@ -33,7 +33,6 @@ import functools
 import logging
 import os
 import subprocess
-import sys
 import tempfile
 import uuid
 import warnings
@@ -45,16 +44,7 @@ import attrs
 import filelock
 
 from backends.build_cache import BuildCache, BuildSpace
-from backends.c import (
-    codegen,
-    deferred,
-    measurement,
-    prediction,
-    tile_driver,
-    tile_function,
-    tile_plan,
-    tile_sweep,
-)
+from backends.c import deferred
 from backends.c.bindings import argument_struct
 from backends.c.codegen import generate_stencil
 from backends.c.compilation import CCompilation
@@ -86,13 +76,11 @@ _log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
+@functools.cache
 def _generator_digest() -> str:
-    """A digest of the code that generates and times the candidates (a choice made by other
-    code is measured again)."""
-    return source_digest(
-        codegen, tile_plan, tile_sweep, tile_function, tile_driver, measurement, prediction,
-        sys.modules[__name__],
-    )
+    """A digest of the code that generates and times the candidates, every module of the C
+    and C-like generators (a choice made by other code is measured again)."""
+    return source_digest(packages=("backends.c", "backends.clike"))
 
 
 class MeasurementWarning(RuntimeWarning):
