@@ -18,8 +18,7 @@ import pytest
 import backends
 import backends.c.translation
 from backends import CompiledBackend
-from benchmarks.measure import expected_output
-from benchmarks.workloads import WORKLOADS, solve_tridiagonal, thomas_kernel
+from benchmarks.workloads import solve_tridiagonal, thomas_kernel
 from pipeline.dsl import Dimension, Field, float32, float64, int64, program, scan_operator
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
@@ -143,22 +142,3 @@ def test_scans_of_other_dtypes_write_their_domain(backend: CompiledBackend) -> N
         carry = carry * np.float32(0.5) + g[:, 3:, k]
         expected32[:, 3:, k] = carry
     np.testing.assert_allclose(out32, expected32, rtol=1e-6)
-
-
-def test_a_field_read_at_a_shift_along_i_is_copied_in_not_gathered(
-    backend: CompiledBackend,
-) -> None:
-    # The vertical advection reads wcon at I and at I + 1: each shift gets a column buffer
-    # of its own, so no step reads wcon in place (a gather of points a column apart).
-    workload = WORKLOADS["vertical_advection"]
-    shape = (5, 70, 12)
-    host = workload.host_arguments(shape)
-    arguments = [host[name] for name in workload.parameters]
-    program = workload.program.with_backend(backend)
-    text = program.lower(*arguments).source.text
-    assert "g_wcon[k * " in text and "_wcon[k * " in text.replace("g_wcon[k * ", "", 1)
-    assert "p_wcon[" not in text
-    program(*arguments)
-    np.testing.assert_allclose(
-        host["out"], expected_output(workload, shape), rtol=1e-12, atol=1e-12
-    )

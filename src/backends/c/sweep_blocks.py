@@ -5,9 +5,10 @@ measurements."""
 
 from __future__ import annotations
 
-from backends.c.sweep_columns import field_reads
 from backends.loops import plan_sweeps
-from pipeline.dsl.ir.nodes import ProgramIR, Stencil
+from pipeline.dsl.ir.nodes import Expr, ProgramIR, Ref, Stencil
+from pipeline.dsl.passes.traversal import walk
+from pipeline.dsl.types import FieldType
 
 __all__ = ["BLOCKS", "ROW_PAD", "choose_block", "rows_read"]
 
@@ -44,8 +45,19 @@ def rows_read(program: ProgramIR, stencil: Stencil) -> int:
     apart from their offset along the axis (through locals)."""
     plan = plan_sweeps(stencil)
     assert plan is not None
-    rows = {
-        (name, tuple(o for o in offsets if o[0] != plan.axis))
-        for name, offsets in field_reads(program, stencil)
-    }
+    definitions = {a.targets[0]: a.value for a in stencil.body}
+    rows: set[tuple[str, tuple[tuple[str, int], ...]]] = set()
+    seen: set[str] = set()
+    pending: list[Expr] = [*stencil.results]
+    pending += [arg for _, keys in plan.phases for key in keys for arg in key[1]]
+    while pending:
+        for node in walk(pending.pop()):
+            if not isinstance(node, Ref):
+                continue
+            if node.name in definitions:
+                if node.name not in seen:
+                    seen.add(node.name)
+                    pending.append(definitions[node.name])
+            elif isinstance(program.param(node.name).type, FieldType):
+                rows.add((node.name, tuple(o for o in node.offsets if o[0] != plan.axis)))
     return max(1, len(rows))

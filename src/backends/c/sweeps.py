@@ -6,9 +6,8 @@ OpenMP threads, and the innermost other dimension is cut into blocks whose point
 vector loop inside each step, with the carry of each point in a per-thread array::
 
     for x_P, block of x_V (parallel):           # the other dimensions
-        for v in the block: copy column v of each field read unshifted along x_V
-            into g[axis][v], one buffer per shift along the parallel dimensions
-            (backends.c.sweep_columns; one pass over the columns, all fields)
+        for v in the block: copy column v of each field read only along the axis
+            into g[axis][v]                       (one pass over the columns, all fields)
         for each pass (backends.loops.plan_sweeps), in its direction along the axis:
             carry[v] = init                       # for every v of the block
             for x_K (sequential):
@@ -41,14 +40,6 @@ from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
-from backends.c.sweep_columns import (
-    Columns,
-    Offsets,
-    choose_columns,
-    column_offset,
-    copy_in,
-    shift_of,
-)
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
@@ -106,9 +97,9 @@ class _SweepGenerator(_StencilGenerator):
     block = BLOCKS[0]  # set per stencil by generate_sweep
     stream_min_bytes: int | None = None  # set per stencil by generate_sweep
     prefetch_next = False  # set per stencil by generate_sweep
-    # Fields copied per block into [axis][vector] buffers, by (field, shift off the axis).
-    # Set by generate().
-    buffered: Mapping[tuple[str, Offsets], Columns] = {}
+    # Fields copied per block into [axis][vector] buffers: name -> (lower, upper) reach along
+    # the axis. Set by generate().
+    buffered: dict[str, tuple[int, int]] = {}  # noqa: RUF012
     # Outputs written into a block buffer o_<name>[axis][vector] by the last pass and copied
     # out column by column after it. Set by generate().
     staged: frozenset[str] = frozenset()
@@ -123,17 +114,42 @@ class _SweepGenerator(_StencilGenerator):
         return self.block + ROW_PAD
 
     def read(self, body: ExpressionEmitter, name: str, offsets: tuple[tuple[str, int], ...]) -> str:
-        columns = self.buffered.get((name, shift_of(offsets, self._axis)))
-        if columns is not None and name not in self.definitions:
-            lower, _ = columns.reach
+        if name in self.buffered and name not in self.definitions:
+            lower, _ = self.buffered[name]
             shift = dict(offsets).get(self._axis, 0)
             index = (
                 f"(x_{self._axis} + ({shift}) - lo_{self._axis} - ({lower})) * {self.row} + "
                 f"(x_{self._vector} - b_{self._vector})"
             )
             param = self.program.param(name)
-            return body.let(C_TYPES[param.type.dtype], f"{columns.buffer}[{index}]")
+            return body.let(C_TYPES[param.type.dtype], f"g_{name}[{index}]")
         return super().read(body, name, offsets)
+
+    def _choose_buffered(self, axis: str, vector: str | None) -> dict[str, tuple[int, int]]:
+        """Fields read only along the axis (no other offset), contiguous along it, over the
+        vector dimension, and never under a condition: copied per block, transposed, so the
+        steps load them a vector at a time instead of gathering."""
+        if vector is None or not self.transpose:
+            return {}
+        guarded = {read.name for read in self.stencil.guarded}
+        written = {target.name for target in self.stencil.outputs}
+        chosen = {}
+        for extent in self.stencil.extents:
+            param = self.program.param(extent.name)
+            assert isinstance(param.type, FieldType)
+            dims = param.type.dim_names
+            if (
+                extent.name in guarded
+                or extent.name in written
+                or dims[-1] != axis
+                or vector not in dims
+                or not self.unit_stride.get(extent.name)
+                or any((d.lower or d.upper) for d in extent.dims if d.dim != axis)
+            ):
+                continue
+            reach = next(d for d in extent.dims if d.dim == axis)
+            chosen[extent.name] = (reach.lower, reach.upper)
+        return chosen
 
     def _choose_staged(self, axis: str, vector: str | None) -> frozenset[str]:
         """Outputs over every dimension of the domain, contiguous along the axis, and not read
@@ -173,6 +189,49 @@ class _SweepGenerator(_StencilGenerator):
             stores.append(f"o_{target.name}[{self._kept}] = {value};")
         return stores
 
+    def _column(self, name: str, axis: str, vector: str, start: str) -> str:
+        """The offset of column ``b_<vector> + v`` of field ``name`` at ``start`` along the
+        axis (the other dimensions at the block's point)."""
+        param = self.program.param(name)
+        assert isinstance(param.type, FieldType)
+        terms = []
+        for position, dim in enumerate(param.type.dim_names):
+            if dim == axis:
+                terms.append(start)
+            elif dim == vector:
+                terms.append(f"(b_{vector} + v) * s_{name}_{position}")
+            else:
+                terms.append(f"x_{dim} * s_{name}_{position}")
+        return " + ".join(terms)
+
+    def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
+        """One loop over the block's columns copying every buffered field's column, the fields
+        of one reach in one loop along the axis: the inputs' columns are read side by side,
+        as streams the hardware prefetcher follows, in one pass over the block."""
+        if not self.buffered:
+            return []
+        by_reach: dict[tuple[int, int], list[str]] = {}
+        for name, reach in self.buffered.items():
+            by_reach.setdefault(reach, []).append(name)
+        lines = [f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{"]
+        for (lower, upper), names in by_reach.items():
+            for name in names:
+                ctype = C_TYPES[self.program.param(name).type.dtype]
+                start = f"(lo_{axis} + ({lower}))"
+                lines.append(
+                    f"{indent}    const {ctype}* restrict src_{name} = "
+                    f"p_{name} + {self._column(name, axis, vector, start)};"
+                )
+            lines.append(
+                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels + {upper - lower}; ++k) {{"
+            )
+            lines += [
+                f"{indent}        g_{name}[k * {self.row} + v] = src_{name}[k];" for name in names
+            ]
+            lines.append(f"{indent}    }}")
+        lines.append(f"{indent}}}")
+        return lines
+
     def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
         """At step ``step`` of the first pass, a share of the columns that follow the block's
         (the next block's, for a thread whose block comes next in memory) of every buffered
@@ -186,11 +245,9 @@ class _SweepGenerator(_StencilGenerator):
             "w < (pf_s + 1) * pf_n / (int64_t)sf_levels; ++w) {",
             f"{indent}        const int64_t v = pf_n + w;",
         ]
-        for columns in self.buffered.values():
-            name, (lower, upper) = columns.field, columns.reach
+        for name, (lower, upper) in self.buffered.items():
             ctype = C_TYPES[self.program.param(name).type.dtype]
-            start = f"(lo_{axis} + ({lower}))"
-            offset = column_offset(self.program, name, axis, vector, start, columns.shift)
+            offset = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
             lines.append(
                 f"{indent}        sf_prefetch_column((uintptr_t)p_{name} + (uintptr_t)"
                 f"({offset}) * sizeof({ctype}), ((int64_t)sf_levels + {upper - lower}) * "
@@ -210,7 +267,7 @@ class _SweepGenerator(_StencilGenerator):
             lines += [
                 f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{",
                 f"{indent}    {ctype}* restrict dst = "
-                f"p_{name} + {column_offset(self.program, name, axis, vector, f'lo_{axis}')};",
+                f"p_{name} + {self._column(name, axis, vector, f'lo_{axis}')};",
                 f"{indent}    const {ctype}* restrict src = o_{name} + v;",
             ]
             if dtype == np.dtype(np.float64):
@@ -246,13 +303,7 @@ class _SweepGenerator(_StencilGenerator):
         assert plan is not None
         frame = self._frame(plan)
         self._axis, self._vector, self._kept = frame.axis, frame.vector, frame.kept
-        self.buffered = (
-            choose_columns(
-                self.program, self.stencil, frame.axis, frame.vector, self.unit_stride
-            )
-            if frame.vector and self.transpose
-            else {}
-        )
+        self.buffered = self._choose_buffered(frame.axis, frame.vector)
         self.staged = self._choose_staged(frame.axis, frame.vector)
         passes = [
             self._pass_steps(frame, phase, forward, phase_keys)
@@ -326,10 +377,9 @@ class _SweepGenerator(_StencilGenerator):
             for i, param in enumerate(key[0].carry)
         ]
         buffers = [(f"c{n}_{i}", ctype, str(self.block)) for n, i, ctype, _ in carries]
-        for columns in self.buffered.values():
-            ctype = C_TYPES[self.program.param(columns.field).type.dtype]
-            lower, upper = columns.reach
-            buffers.append((columns.buffer, ctype, f"{self.row} * (sf_levels + {upper - lower})"))
+        for field, (lower, upper) in self.buffered.items():
+            ctype = C_TYPES[self.program.param(field).type.dtype]
+            buffers.append((f"g_{field}", ctype, f"{self.row} * (sf_levels + {upper - lower})"))
         buffers += [
             (f"k{n}_{i}", ctype, f"{self.row} * sf_levels")
             for n, i, ctype, _ in carries
@@ -420,7 +470,7 @@ class _SweepGenerator(_StencilGenerator):
                 f"{loop_indent}const int64_t e_{vector} = b_{vector} + {self.block} < hi_{vector} "
                 f"? b_{vector} + {self.block} : hi_{vector};"
             )
-            lines += copy_in(self.program, self.buffered, axis, vector, self.row, loop_indent)
+            lines += self._copy_in(axis, vector, loop_indent)
         for phase, (forward, body_lines, stores) in enumerate(passes):
             lines += self._pass(
                 frame.plan, phase, frame.numbers, forward, body_lines, stores, axis, vector,
