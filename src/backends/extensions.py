@@ -33,7 +33,12 @@ import attrs
 import numpy as np
 
 from backends.build_cache import COMPLETE_MARKER, BuildCache, BuildSpace, verified_bytes
-from backends.clike.compiler import CompilationError, compiler_identity, default_compiler
+from backends.clike.compiler import (
+    CompilationError,
+    compiler_identity,
+    default_compiler,
+    made_again_where_unpickled,
+)
 from pipeline.caching import ensure_private_directory
 from pipeline.errors import DamagedArtifactError, UnsafeCacheDirectoryError
 from pipeline.fingerprint import source_digest
@@ -105,6 +110,9 @@ class ExtensionBuild:
     compiler_identity: str | None = attrs.field(
         default=attrs.Factory(_identity_of, takes_self=True), init=False, repr=False
     )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return made_again_where_unpickled(self)
 
     def intact_build(self, extension: Extension, key: str) -> tuple[Path, str]:
         """The path of an intact published build of ``extension`` with this compiler and

@@ -84,23 +84,60 @@ def source_digest(*modules: types.ModuleType, packages: Iterable[str] = ()) -> s
             raise FingerprintError(f"module {module.__name__} has no source file to digest")
         with open(path, "rb") as handle:
             digest.update(module.__name__.encode() + b"\0" + handle.read())
+    if isinstance(packages, str):
+        raise TypeError(f"packages must be a collection of names, not the string {packages!r}")
     for package in packages:
         for name, path in _package_files(package):
-            digest.update(name.encode() + b"\0" + path.read_bytes())
+            try:
+                data = path.read_bytes()
+            except OSError as error:
+                message = f"cannot read {path} to digest {package}: {error}"
+                raise FingerprintError(message) from error
+            digest.update(f"{name}\0{len(data)}\0".encode() + data)
     return digest.hexdigest()
 
 
 def _package_files(package: str) -> list[tuple[str, Path]]:
-    """The module files under ``package``'s folders, each named by its path from there."""
-    spec = importlib.util.find_spec(package)
+    """The module files under ``package``'s folders, each named by its path from there: its
+    modules' sources (``.py``), or in an install without sources the compiled modules that
+    stand in their place (``.pyc`` beside ``__init__.pyc``). Only what Python would import
+    counts: files and folders named as identifiers, folders that are packages."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except ImportError as error:
+        raise FingerprintError(f"{package} is not a package with folders to digest") from error
     folders = spec.submodule_search_locations if spec is not None else None
     if not folders:
         raise FingerprintError(f"{package} is not a package with folders to digest")
-    return sorted(
-        (f"{package}/{path.relative_to(folder).as_posix()}", path)
-        for folder in map(Path, folders)
-        for path in folder.rglob("*.py")
+    for suffix in (".py", ".pyc"):
+        found = sorted(
+            (f"{package}/{path.relative_to(folder).as_posix()}", path)
+            for folder in map(Path, folders)
+            for path in folder.rglob(f"*{suffix}")
+            if _importable(path.relative_to(folder), folder, suffix)
+        )
+        if found:
+            return found
+    raise FingerprintError(
+        f"{package} has no module files to digest (a zipped install?): install stencilforge "
+        "from its files"
     )
+
+
+def _importable(relative: Path, folder: Path, suffix: str) -> bool:
+    """Whether ``folder / relative`` is a module Python would import from ``folder``'s
+    package: identifiers all the way, every folder on the way a package."""
+    *parents, name = relative.parts
+    if not (name.endswith(suffix) and name[: -len(suffix)].isidentifier()):
+        return False
+    if not (folder / relative).is_file():
+        return False
+    inside = folder
+    for part in parents:
+        inside = inside / part
+        if not (part.isidentifier() and (inside / f"__init__{suffix}").is_file()):
+            return False
+    return True
 
 
 def _installed_roots() -> tuple[str, ...]:

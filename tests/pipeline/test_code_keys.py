@@ -139,6 +139,52 @@ def test_a_source_digest_of_a_module_named_as_a_package_is_an_error():
         source_digest(packages=["textwrap"])
 
 
+
+def _package(root: Path, name: str) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "codegen.py").write_text("WIDTH = 8\n")
+    return folder
+
+
+def test_a_package_digest_reads_only_what_python_would_import(tmp_path, monkeypatch):
+    folder = _package(tmp_path, "sf_digest_strays")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    clean = source_digest(packages=["sf_digest_strays"])
+    # An editor's lock file (a dangling link), a notebook's checkpoint copy in a folder that
+    # is not a package, and compiled files: none is a module of the package.
+    (folder / ".#codegen.py").symlink_to(tmp_path / "nowhere")
+    (folder / ".ipynb_checkpoints").mkdir()
+    (folder / ".ipynb_checkpoints" / "codegen-checkpoint.py").write_text("WIDTH = 4\n")
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "codegen.cpython-311.pyc").write_bytes(b"\0")
+    assert source_digest(packages=["sf_digest_strays"]) == clean
+
+
+def test_a_package_installed_without_sources_is_digested_by_its_compiled_modules(
+    tmp_path, monkeypatch
+):
+    folder = tmp_path / "sf_digest_compiled"
+    folder.mkdir()
+    (folder / "__init__.pyc").write_bytes(b"init")
+    (folder / "codegen.pyc").write_bytes(b"eight")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eight = source_digest(packages=["sf_digest_compiled"])
+    (folder / "codegen.pyc").write_bytes(b"four")
+    assert source_digest(packages=["sf_digest_compiled"]) != eight
+
+
+def test_a_package_with_nothing_to_digest_is_an_error_not_an_empty_key(tmp_path, monkeypatch):
+    (tmp_path / "sf_digest_empty").mkdir()  # a namespace package: folders, no modules
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(FingerprintError, match="no module files to digest"):
+        source_digest(packages=["sf_digest_empty"])
+    with pytest.raises(FingerprintError, match="sf_digest_missing.inner is not a package"):
+        source_digest(packages=["sf_digest_missing.inner"])
+    with pytest.raises(TypeError, match="not the string 'sf_digest_empty'"):
+        source_digest(packages="sf_digest_empty")
+
 _INSTALLED_BACKEND = """
 import attrs
 

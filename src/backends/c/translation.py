@@ -19,7 +19,6 @@ from backends.clike.generator import StencilSite
 from backends.clike.runtime import runtime_for
 from backends.clike.source import C_SOURCE, unit_stride_flags
 from backends.loops import plan_sweeps
-from pipeline.dsl import arguments
 from pipeline.dsl.ir.nodes import ProgramIR, Stencil
 from pipeline.dsl.stages import CompilableProgram
 from pipeline.fingerprint import fingerprint, source_digest
@@ -30,9 +29,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CTranslation"]
 
-# Every module of the C and C-like generators, and pipeline.dsl.arguments, which decides which
-# arguments must not overlap (the bindings emit its checks).
-_GENERATOR_VERSION = source_digest(loops, arguments, packages=("backends.c", "backends.clike"))
+#: What the generated text depends on, digested into every translation's key: backends.loops
+#: and every module of these packages, the DSL's included (its IR helpers, types and regions,
+#: and pipeline.dsl.arguments, whose overlap rules the bindings emit).
+_GENERATOR_PACKAGES = ("backends.c", "backends.clike", "pipeline.dsl")
+_GENERATOR_VERSION = source_digest(loops, packages=_GENERATOR_PACKAGES)
 
 
 def _positive_sizes(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

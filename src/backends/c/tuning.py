@@ -43,6 +43,7 @@ from typing import TypeVar
 import attrs
 import filelock
 
+from backends import loops
 from backends.build_cache import BuildCache, BuildSpace
 from backends.c import deferred
 from backends.c.bindings import argument_struct
@@ -78,9 +79,9 @@ R = TypeVar("R")
 
 @functools.cache
 def _generator_digest() -> str:
-    """A digest of the code that generates and times the candidates, every module of the C
-    and C-like generators (a choice made by other code is measured again)."""
-    return source_digest(packages=("backends.c", "backends.clike"))
+    """A digest of the code that generates and times the candidates: backends.loops and every
+    module of the C and C-like generators (a choice made by other code is measured again)."""
+    return source_digest(loops, packages=("backends.c", "backends.clike"))
 
 
 class MeasurementWarning(RuntimeWarning):

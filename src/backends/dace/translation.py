@@ -60,8 +60,11 @@ __all__ = ["SDFG_CPU", "SDFG_CUDA", "SDFGTranslation", "build_sdfg"]
 SDFG_CPU = SourceFormat("sdfg", DeviceType.CPU)
 SDFG_CUDA = SourceFormat("sdfg", DeviceType.CUDA)
 
-# Every module of the SDFG and C-like generators.
-_GENERATOR_VERSION = source_digest(loops, packages=("backends.clike", "backends.dace"))
+#: What the generated text depends on, digested into every translation's key: backends.loops
+#: and every module of these packages, the DSL's included (its IR helpers, types and regions,
+#: and pipeline.dsl.arguments, whose overlap rules the bindings emit).
+_GENERATOR_PACKAGES = ("backends.dace", "backends.clike", "pipeline.dsl")
+_GENERATOR_VERSION = source_digest(loops, packages=_GENERATOR_PACKAGES)
 
 
 #: DaCe's configuration is process-wide: translations and builds that change it take turns.
