@@ -12,6 +12,7 @@ planted pickle, a planted shared object with an artifact recording its hash) run
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -145,16 +146,23 @@ def test_a_shared_cache_without_a_secret_is_refused_with_what_to_do(tmp_path, mo
         shared(tmp_path, fakeredis.FakeServer(), b"")
 
 
-def test_c_cpu_pipeline_takes_the_secret_as_a_keyword(tmp_path, monkeypatch):
-    from backends.c import c_cpu_pipeline  # noqa: PLC0415
-
+@pytest.mark.parametrize(
+    "factory", ["backends.c.c_cpu_pipeline", "backends.cuda.cuda_gpu_pipeline"]
+)
+def test_a_compiled_pipeline_takes_the_shared_cache_and_its_secret_as_keywords(
+    tmp_path, monkeypatch, factory
+):
+    module, name = factory.rsplit(".", 1)
+    make_pipeline = getattr(importlib.import_module(module), name)
     monkeypatch.delenv("STENCILFORGE_CACHE_SECRET", raising=False)
     monkeypatch.delenv("STENCILFORGE_CACHE_SECRET_FILE", raising=False)
+    monkeypatch.delenv("STENCILFORGE_CACHE_URL", raising=False)
     url = "redis://127.0.0.1:1/0"  # never connected to: nothing is looked up
-    pipeline = c_cpu_pipeline(tmp_path / "cache", cache_url=url, cache_secret=SECRET)
+    pipeline = make_pipeline(tmp_path / "cache", cache_url=url, cache_secret=SECRET)
     assert pipeline.compilation.cache.secret == SECRET
+    assert pipeline.translation.cache.secret == SECRET
     with pytest.raises(CacheSecretError, match="no secret is set"):
-        c_cpu_pipeline(tmp_path / "cache", cache_url=url)
+        make_pipeline(tmp_path / "cache", cache_url=url)
 
 
 def test_a_secret_file_others_can_read_is_refused(tmp_path, monkeypatch):

@@ -46,6 +46,8 @@ def cuda_gpu_pipeline(
     translation: CudaTranslation | None = None,
     compilation: NvccCompilation | None = None,
     arch: str = DEFAULT_ARCH,
+    cache_url: str | None = None,
+    cache_secret: bytes | None = None,
 ) -> CudaPipeline:
     """The ``cuda_gpu`` pipeline with translation and compilation cached under
     ``cache_directory`` (fatbins under ``cache_directory / "cuda"``).
@@ -55,6 +57,13 @@ def cuda_gpu_pipeline(
         translation: the translation step (default ``CudaTranslation()``).
         compilation: the compilation step (default ``NvccCompilation`` for ``arch``).
         arch: the GPU architecture the default compilation builds for.
+        cache_url: a shared cache behind the local one (``redis://host:port/db``); default
+            ``STENCILFORGE_CACHE_URL``; ``""`` for none.
+        cache_secret: the fleet's secret that authenticates the shared cache's entries;
+            default ``STENCILFORGE_CACHE_SECRET`` or ``STENCILFORGE_CACHE_SECRET_FILE``.
+
+    Raises:
+        CacheSecretError: a shared cache is named and there is no usable secret.
     """
     cache_directory = ensure_private_directory(cache_directory)
     translation = translation or CudaTranslation()
@@ -66,4 +75,6 @@ def cuda_gpu_pipeline(
         compilation,
         load_cuda,
         validate=cuda_artifact_is_intact,
+        cache_url=cache_url,
+        cache_secret=cache_secret,
     )
