@@ -57,10 +57,8 @@ def cuda_gpu_pipeline(
         translation: the translation step (default ``CudaTranslation()``).
         compilation: the compilation step (default ``NvccCompilation`` for ``arch``).
         arch: the GPU architecture the default compilation builds for.
-        cache_url: a shared cache behind the local one (``redis://host:port/db``); default
-            ``STENCILFORGE_CACHE_URL``; ``""`` for none.
-        cache_secret: the fleet's secret that authenticates the shared cache's entries;
-            default ``STENCILFORGE_CACHE_SECRET`` or ``STENCILFORGE_CACHE_SECRET_FILE``.
+        cache_url: the shared cache behind the local one, as for ``c_cpu_pipeline``.
+        cache_secret: its secret, as for ``c_cpu_pipeline``.
 
     Raises:
         CacheSecretError: a shared cache is named and there is no usable secret.
