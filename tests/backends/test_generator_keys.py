@@ -60,11 +60,11 @@ def _imports(package: str) -> set[str]:
                     found.update(alias.name for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                     found.update(_module_of(node.module, alias.name) for alias in node.names)
-    return {name for name in found if name.split(".")[0] in OURS}
+    return {name for name in found if name.split(".", 1)[0] in OURS}
 
 
 def _module_of(module: str, name: str) -> str:
-    if module.split(".")[0] not in OURS:
+    if module.split(".", 1)[0] not in OURS:
         return module
     try:
         return f"{module}.{name}" if importlib.util.find_spec(f"{module}.{name}") else module
