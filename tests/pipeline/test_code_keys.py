@@ -180,7 +180,7 @@ def test_a_package_with_nothing_to_digest_is_an_error_not_an_empty_key(tmp_path,
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(FingerprintError, match="no module files to digest"):
         source_digest(packages=["sf_digest_empty"])
-    with pytest.raises(FingerprintError, match="sf_digest_missing.inner is not a package"):
+    with pytest.raises(FingerprintError, match=r"sf_digest_missing\.inner is not a package"):
         source_digest(packages=["sf_digest_missing.inner"])
     with pytest.raises(TypeError, match="not the string 'sf_digest_empty'"):
         source_digest(packages="sf_digest_empty")
