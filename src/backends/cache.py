@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias, TypedDict, TypeVar
 
 import platformdirs
 
@@ -56,6 +56,7 @@ __all__ = [
     "CACHE_SECRET_VARIABLE",
     "CACHE_URL_VARIABLE",
     "TOOLCHAIN_DIR_VARIABLE",
+    "SharedCache",
     "build_directories",
     "cache_directory",
     "cache_secret",
@@ -156,6 +157,21 @@ def step_cache(
     return SharedStepCache(local, shared_store(url), root, secret=secret)
 
 
+class SharedCache(TypedDict, total=False):
+    """The keywords that put the fleet's shared cache behind a compiled pipeline's local one,
+    taken by ``cached_pipeline`` and by every compiled backend's pipeline factory.
+
+    ``cache_url``: ``redis://host:port/db``; default ``STENCILFORGE_CACHE_URL``, read when the
+    pipeline is made; ``""`` for none whatever the environment says.
+
+    ``cache_secret``: the fleet's secret that authenticates the shared cache's entries;
+    default ``STENCILFORGE_CACHE_SECRET`` or ``STENCILFORGE_CACHE_SECRET_FILE``.
+    """
+
+    cache_url: str | None
+    cache_secret: bytes | None
+
+
 In = TypeVar("In")
 Prog = TypeVar("Prog")
 Exe = TypeVar("Exe")
@@ -191,8 +207,7 @@ def cached_pipeline(
             made private by the caller).
         validate: checks a cached artifact before it is used (that the built files are
             still intact).
-        cache_url: the shared cache (default ``STENCILFORGE_CACHE_URL``; ``""`` for none).
-        cache_secret: its secret (default from the environment, see ``step_cache``).
+        cache_url, cache_secret: the shared cache and its secret (see ``SharedCache``).
 
     Raises:
         CacheSecretError: a shared cache is named and there is no usable secret.

@@ -146,23 +146,35 @@ def test_a_shared_cache_without_a_secret_is_refused_with_what_to_do(tmp_path, mo
         shared(tmp_path, fakeredis.FakeServer(), b"")
 
 
+def _dace_cpu_pipeline(cache_directory, **shared):
+    from backends.c import c_cpu_pipeline  # noqa: PLC0415
+    from backends.dace import dace_cpu_pipeline  # noqa: PLC0415  (DaCe itself is not imported)
+
+    return dace_cpu_pipeline(c_cpu_pipeline(cache_directory, cache_url=""), cache_directory, **shared)
+
+
 @pytest.mark.parametrize(
-    "factory", ["backends.c.c_cpu_pipeline", "backends.cuda.cuda_gpu_pipeline"]
+    "factory",
+    ["backends.c.c_cpu_pipeline", "backends.cuda.cuda_gpu_pipeline", _dace_cpu_pipeline],
 )
 def test_a_compiled_pipeline_takes_the_shared_cache_and_its_secret_as_keywords(
     tmp_path, monkeypatch, factory
 ):
-    module, name = factory.rsplit(".", 1)
-    make_pipeline = getattr(importlib.import_module(module), name)
+    if isinstance(factory, str):
+        module, name = factory.rsplit(".", 1)
+        factory = getattr(importlib.import_module(module), name)
     monkeypatch.delenv("STENCILFORGE_CACHE_SECRET", raising=False)
     monkeypatch.delenv("STENCILFORGE_CACHE_SECRET_FILE", raising=False)
     monkeypatch.delenv("STENCILFORGE_CACHE_URL", raising=False)
     url = "redis://127.0.0.1:1/0"  # never connected to: nothing is looked up
-    pipeline = make_pipeline(tmp_path / "cache", cache_url=url, cache_secret=SECRET)
+    pipeline = factory(tmp_path / "cache", cache_url=url, cache_secret=SECRET)
     assert pipeline.compilation.cache.secret == SECRET
     assert pipeline.translation.cache.secret == SECRET
     with pytest.raises(CacheSecretError, match="no secret is set"):
-        make_pipeline(tmp_path / "cache", cache_url=url)
+        factory(tmp_path / "cache", cache_url=url)
+    assert isinstance(factory(tmp_path / "cache", cache_url="").compilation.cache, DiskStepCache)
+    with pytest.raises(TypeError, match="cache_ulr"):
+        factory(tmp_path / "cache", cache_ulr=url)  # a misspelled keyword is not ignored
 
 
 def test_a_secret_file_others_can_read_is_refused(tmp_path, monkeypatch):

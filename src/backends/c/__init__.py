@@ -11,6 +11,7 @@ pipeline builds one executable per stride signature whose inner extents are runt
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 from backends.c.compilation import CCompilation, artifact_is_intact
 from backends.c.deferred import measure_deferred
@@ -20,7 +21,13 @@ from backends.c.specialization import compile_time_args
 from backends.c.translation import CTranslation
 from backends.c.tuning import MeasurementWarning, Tuning
 from backends.c.variants import Choice, Variant
-from backends.cache import CompiledPipeline, cached_pipeline, step_cache, toolchain_directory
+from backends.cache import (
+    CompiledPipeline,
+    SharedCache,
+    cached_pipeline,
+    step_cache,
+    toolchain_directory,
+)
 from backends.clike.compiler import CompilationError
 from pipeline.caching import ensure_private_directory
 from pipeline.config import tuning
@@ -43,17 +50,13 @@ __all__ = [
     "measure_deferred",
 ]
 
-CPipeline = CompiledPipeline[CompiledProgram]
-
-
 def c_cpu_pipeline(
     cache_directory: Path,
     *,
     translation: CTranslation | None = None,
     compilation: CCompilation | None = None,
-    cache_url: str | None = None,
-    cache_secret: bytes | None = None,
-) -> CPipeline:
+    **shared: Unpack[SharedCache],
+) -> CompiledPipeline[CompiledProgram]:
     """The ``c_cpu`` pipeline with translation and compilation cached under ``cache_directory``.
 
     Args:
@@ -66,10 +69,8 @@ def c_cpu_pipeline(
             Its compiler also builds the launcher, kept in the toolchain directory
             (``backends.cache.toolchain_directory() / "c-launcher"``, else
             ``cache_directory / "launcher"``).
-        cache_url: a shared cache behind the local one (``redis://host:port/db``); default
-            ``STENCILFORGE_CACHE_URL``; ``""`` for none.
-        cache_secret: the fleet's secret that authenticates the shared cache's entries;
-            default ``STENCILFORGE_CACHE_SECRET`` or ``STENCILFORGE_CACHE_SECRET_FILE``.
+        shared: ``cache_url`` and ``cache_secret``, the shared cache behind the local one
+            (``backends.cache.SharedCache``).
 
     Raises:
         CacheSecretError: a shared cache is named and there is no usable secret.
@@ -93,6 +94,5 @@ def c_cpu_pipeline(
         compilation,
         CLoading(launcher),
         validate=artifact_is_intact,
-        cache_url=cache_url,
-        cache_secret=cache_secret,
+        **shared,
     )

@@ -10,8 +10,9 @@ the first call loads it on the device.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
-from backends.cache import CompiledPipeline, cached_pipeline
+from backends.cache import CompiledPipeline, SharedCache, cached_pipeline
 from backends.cuda.compilation import (
     DEFAULT_ARCH,
     NvccCompilation,
@@ -37,28 +38,24 @@ __all__ = [
     "load_cuda",
 ]
 
-CudaPipeline = CompiledPipeline[CudaProgram]
-
-
 def cuda_gpu_pipeline(
     cache_directory: Path,
     *,
+    arch: str = DEFAULT_ARCH,
     translation: CudaTranslation | None = None,
     compilation: NvccCompilation | None = None,
-    arch: str = DEFAULT_ARCH,
-    cache_url: str | None = None,
-    cache_secret: bytes | None = None,
-) -> CudaPipeline:
+    **shared: Unpack[SharedCache],
+) -> CompiledPipeline[CudaProgram]:
     """The ``cuda_gpu`` pipeline with translation and compilation cached under
     ``cache_directory`` (fatbins under ``cache_directory / "cuda"``).
 
     Args:
         cache_directory: a private directory (see ``backends.cache``).
+        arch: the GPU architecture the default compilation builds for.
         translation: the translation step (default ``CudaTranslation()``).
         compilation: the compilation step (default ``NvccCompilation`` for ``arch``).
-        arch: the GPU architecture the default compilation builds for.
-        cache_url: the shared cache behind the local one, as for ``c_cpu_pipeline``.
-        cache_secret: its secret, as for ``c_cpu_pipeline``.
+        shared: ``cache_url`` and ``cache_secret``, the shared cache behind the local one
+            (``backends.cache.SharedCache``).
 
     Raises:
         CacheSecretError: a shared cache is named and there is no usable secret.
@@ -73,6 +70,5 @@ def cuda_gpu_pipeline(
         compilation,
         load_cuda,
         validate=cuda_artifact_is_intact,
-        cache_url=cache_url,
-        cache_secret=cache_secret,
+        **shared,
     )
