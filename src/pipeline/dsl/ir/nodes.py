@@ -73,13 +73,20 @@ class SourceLocation:
 
 
 @attrs.frozen
-class Ref:
+class _Expression:
+    """What every expression node has besides its operands: its type (``None`` until the
+    type-inference pass fills it in) and where it was written (not compared)."""
+
+    type: Type | None = attrs.field(default=None, kw_only=True)
+    loc: SourceLocation | None = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+
+
+@attrs.frozen
+class Ref(_Expression):
     """A read of the parameter or local ``name`` at ``offsets`` (dimension name, shift)."""
 
     name: str
     offsets: tuple[tuple[str, int], ...] = ()
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
     def shifted(self, offsets: tuple[tuple[str, int], ...]) -> Ref:
         """This read moved further by ``offsets``."""
@@ -87,48 +94,40 @@ class Ref:
 
 
 @attrs.frozen
-class Literal:
+class Literal(_Expression):
     """A Python literal (typed as a NumPy 2 weak scalar) or a folded constant."""
 
     value: bool | int | float
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class UnaryOp:
+class UnaryOp(_Expression):
     """``op`` is one of ``-``, ``+``, ``~`` (and ``not`` before typing, which makes it ``~``
     of a bool scalar)."""
 
     op: str
     operand: Expr
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class BinaryOp:
+class BinaryOp(_Expression):
     """``op`` is an arithmetic, comparison or logical operator written as in Python."""
 
     op: str
     left: Expr
     right: Expr
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class Call:
+class Call(_Expression):
     """A builtin: ``where`` or a math function (``sqrt``, ``minimum``, ``abs``, ...)."""
 
     function: str
     args: tuple[Expr, ...]
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class Cast:
+class Cast(_Expression):
     """``astype(value, dtype)``, ``float64(value)``; ``constructor`` names the Python type
     (``"bool"``, ``"int"``, ``"float"``) when written as ``bool(value)``, which takes scalars
     only."""
@@ -136,22 +135,18 @@ class Cast:
     value: Expr
     dtype: np.dtype[Any]
     constructor: str | None = attrs.field(default=None, kw_only=True, eq=False)
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class OperatorCall:
+class OperatorCall(_Expression):
     """A call of another field operator, replaced by its body in the inlining pass."""
 
     operator: FieldOperatorIR
     args: tuple[Expr, ...]
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class Scan:
+class Scan(_Expression):
     """Component ``component`` of a scan operator's carry, swept along its axis over the
     stencil's domain, with ``args`` the point values at each position.
 
@@ -163,24 +158,20 @@ class Scan:
     operator: ScanOperatorIR
     args: tuple[Expr, ...]
     component: int = 0
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class ConcatWhere:
+class ConcatWhere(_Expression):
     """``concat_where(region, inside, outside)``: ``inside`` at the points of ``region``,
     ``outside`` elsewhere; each is evaluated only where it is chosen."""
 
     region: Region
     inside: Expr
     outside: Expr
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
-class Shift:
+class Shift(_Expression):
     """``value`` shifted by ``offsets`` as written (``IHalf + 0.5``), for type inference only.
 
     The frontend has already moved ``value``'s ``Ref`` leaves by the offsets' array amounts;
@@ -191,8 +182,6 @@ class Shift:
 
     value: Expr
     offsets: tuple[Offset, ...]
-    type: Type | None = attrs.field(default=None, kw_only=True)
-    loc: SourceLocation | None = attrs.field(default=None, eq=False, repr=False)
 
 
 Expr: TypeAlias = (
