@@ -7,7 +7,8 @@ vector loop inside each step, with the carry of each point in a per-thread array
 
     for x_P, block of x_V (parallel):           # the other dimensions
         for v in the block: copy column v of each field read only along the axis
-            into g[axis][v]                       (one pass over the columns, all fields)
+            into g[axis][v]                       (eight at a time where the compiler
+                                                   allows: backends.c.sweep_columns)
         for each pass (backends.loops.plan_sweeps), in its direction along the axis:
             carry[v] = init                       # for every v of the block
             for x_K (sequential):
@@ -40,6 +41,7 @@ from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
+from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in, uses_columns_8
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
@@ -205,32 +207,18 @@ class _SweepGenerator(_StencilGenerator):
         return " + ".join(terms)
 
     def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
-        """One loop over the block's columns copying every buffered field's column, the fields
-        of one reach in one loop along the axis: the inputs' columns are read side by side,
-        as streams the hardware prefetcher follows, in one pass over the block."""
-        if not self.buffered:
-            return []
-        by_reach: dict[tuple[int, int], list[str]] = {}
-        for name, reach in self.buffered.items():
-            by_reach.setdefault(reach, []).append(name)
-        lines = [f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{"]
-        for (lower, upper), names in by_reach.items():
-            for name in names:
-                ctype = C_TYPES[self.program.param(name).type.dtype]
-                start = f"(lo_{axis} + ({lower}))"
-                lines.append(
-                    f"{indent}    const {ctype}* restrict src_{name} = "
-                    f"p_{name} + {self._column(name, axis, vector, start)};"
-                )
-            lines.append(
-                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels + {upper - lower}; ++k) {{"
-            )
-            lines += [
-                f"{indent}        g_{name}[k * {self.row} + v] = src_{name}[k];" for name in names
-            ]
-            lines.append(f"{indent}    }}")
-        lines.append(f"{indent}}}")
-        return lines
+        """The block's columns of every buffered field, copied in (``sweep_columns``)."""
+        return copy_in(self._columns(axis, vector), f"e_{vector} - b_{vector}", self.row, indent)
+
+    def _columns(self, axis: str, vector: str) -> list[Column]:
+        columns = []
+        for name, (lower, upper) in self.buffered.items():
+            param = self.program.param(name)
+            assert isinstance(param.type, FieldType)
+            start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
+            stride = f"s_{name}_{param.type.dim_names.index(vector)}"
+            columns.append(Column(name, C_TYPES[param.type.dtype], start, stride, upper - lower))
+        return columns
 
     def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
         """At step ``step`` of the first pass, a share of the columns that follow the block's
@@ -331,6 +319,8 @@ class _SweepGenerator(_StencilGenerator):
         )
         if self.prefetch_next and self.buffered and frame.vector:
             helpers += (PREFETCH_COLUMN_C,)
+        if frame.vector and uses_columns_8(self._columns(frame.axis, frame.vector)):
+            helpers += (COLUMNS_IN_C,)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
     def _frame(self, plan: SweepPlan) -> _Frame:

@@ -1,0 +1,105 @@
+"""c_cpu's scans copy their float64 columns in eight at a time (``backends.c.sweep_columns``).
+
+Eight columns go through an 8x8 transpose for each eight levels, the levels left over and the
+columns left over (fewer than eight) one at a time. Whatever the block's columns, the levels,
+the reach along the axis and the inputs' strides, the buffers must hold what the columns
+held: the scans agree with NumPy on views of every shape.
+
+No ``from __future__ import annotations``: the program below is read by the DSL.
+"""
+
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import backends
+from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
+from pipeline.dsl import Dimension, Field, float32, float64, program, scan_operator
+
+I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
+IJK = Field[[I, J, K], float64]
+
+
+@program
+def tridiagonal(a: IJK, b: IJK, c: IJK, d: IJK, x: IJK):
+    solve_tridiagonal(a, b, c, d, out=x)
+
+
+def _view(rng: np.random.Generator, shape: tuple[int, ...], pad: tuple[int, int], low: float,
+          high: float) -> np.ndarray:
+    """Values in [low, high) in a view of ``shape`` inside a larger array: ``pad`` more
+    columns along J and levels along K, starting one level in (K stays contiguous)."""
+    outer = (shape[0], shape[1] + pad[0], shape[2] + pad[1] + 1)
+    return rng.uniform(low, high, outer)[:, : shape[1], 1 : shape[2] + 1]
+
+
+_shapes = st.tuples(st.integers(1, 3), st.integers(1, 21), st.integers(1, 19))
+_pads = st.tuples(st.integers(0, 3), st.integers(0, 9))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=_shapes, pad=_pads, seed=st.integers(0, 2**31))
+def test_tridiagonal_solves_agree_with_numpy_on_views_of_any_shape(
+    shape: tuple[int, int, int], pad: tuple[int, int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    a, c, d = (_view(rng, shape, pad, 0.0, 1.0) for _ in range(3))
+    b = _view(rng, shape, pad, 3.0, 4.0)
+    x = np.zeros(shape)
+    tridiagonal.with_backend(backends.c_cpu)(a, b, c, d, x)
+    np.testing.assert_allclose(x, thomas_kernel(np, a, b, c, d), rtol=1e-12, atol=1e-13)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=_shapes, pad=_pads, seed=st.integers(0, 2**31))
+def test_a_scan_reading_levels_around_its_own_agrees_with_numpy(
+    shape: tuple[int, int, int], pad: tuple[int, int], seed: int
+) -> None:
+    # vertical_advection reads u_stage at K - 1 and K + 1 (two extra levels, from one below
+    # the domain) and wcon at I + 1 (not buffered); its domain is the grid less a halo of 1.
+    grid = (shape[0] + 2, shape[1] + 2, shape[2] + 2)
+    rng = np.random.default_rng(seed)
+    fields = [_view(rng, grid, pad, -1.0, 1.0) for _ in range(5)]
+    out = np.zeros(grid)
+    vertical_advection.with_backend(backends.c_cpu)(*fields, 3.0, out)
+    expected = vadv_kernel(np, *fields, 3.0)
+    np.testing.assert_allclose(out[1:-1, 1:-1, 1:-1], expected, rtol=1e-11, atol=1e-12)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def damped_total(carry: float32, value: float32) -> float32:
+    return carry * float32(0.5) + value
+
+
+@program
+def damped(f: Field[[I, J, K], float32], out: Field[[I, J, K], float32]):
+    damped_total(f, out=out)
+
+
+def _source(definition: Any, *arrays: np.ndarray) -> str:
+    return str(definition.with_backend(backends.c_cpu).lower(*arrays).source.text)
+
+
+def test_only_float64_columns_go_through_the_transposes() -> None:
+    shape = (2, 16, 8)
+    wide = _source(tridiagonal, *(np.ones(shape) for _ in range(5)))
+    assert wide.count("sf_columns_in_f64(g_") == 4  # one call per input, eight columns each
+    assert wide.count("g_a[k * ") == 1  # and the scalar loop for the columns left over
+    narrow = _source(damped, *(np.ones(shape, np.float32) for _ in range(2)))
+    assert "g_f[k * " in narrow
+    assert "sf_columns_in_f64" not in narrow  # neither called nor defined
+
+
+def test_the_transposed_columns_match_on_float32_scans_too() -> None:
+    rng = np.random.default_rng(3)
+    f = rng.uniform(-1, 1, (2, 19, 13)).astype(np.float32)
+    out = np.zeros_like(f)
+    damped.with_backend(backends.c_cpu)(f, out)
+    expected = np.zeros_like(f)
+    carry = np.zeros(f.shape[:2], np.float32)
+    for k in range(f.shape[2]):
+        carry = carry * np.float32(0.5) + f[:, :, k]
+        expected[:, :, k] = carry
+    np.testing.assert_array_equal(out, expected)
