@@ -27,22 +27,24 @@ def tridiagonal(a: IJK, b: IJK, c: IJK, d: IJK, x: IJK):
     solve_tridiagonal(a, b, c, d, out=x)
 
 
-def _view(rng: np.random.Generator, shape: tuple[int, ...], pad: tuple[int, int], low: float,
-          high: float) -> np.ndarray:
+def _view(rng: np.random.Generator, shape: tuple[int, ...], pad: tuple[int, int, bool],
+          low: float, high: float) -> np.ndarray:
     """Values in [low, high) in a view of ``shape`` inside a larger array: ``pad`` more
-    columns along J and levels along K, starting one level in (K stays contiguous)."""
+    columns along J and levels along K, starting one level in (K stays contiguous), and J
+    reversed (a negative column stride) when asked."""
     outer = (shape[0], shape[1] + pad[0], shape[2] + pad[1] + 1)
-    return rng.uniform(low, high, outer)[:, : shape[1], 1 : shape[2] + 1]
+    view = rng.uniform(low, high, outer)[:, : shape[1], 1 : shape[2] + 1]
+    return view[:, ::-1] if pad[2] else view
 
 
 _shapes = st.tuples(st.integers(1, 3), st.integers(1, 21), st.integers(1, 19))
-_pads = st.tuples(st.integers(0, 3), st.integers(0, 9))
+_pads = st.tuples(st.integers(0, 3), st.integers(0, 9), st.booleans())
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=_shapes, pad=_pads, seed=st.integers(0, 2**31))
 def test_tridiagonal_solves_agree_with_numpy_on_views_of_any_shape(
-    shape: tuple[int, int, int], pad: tuple[int, int], seed: int
+    shape: tuple[int, int, int], pad: tuple[int, int, bool], seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
     a, c, d = (_view(rng, shape, pad, 0.0, 1.0) for _ in range(3))
@@ -55,7 +57,7 @@ def test_tridiagonal_solves_agree_with_numpy_on_views_of_any_shape(
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=_shapes, pad=_pads, seed=st.integers(0, 2**31))
 def test_a_scan_reading_levels_around_its_own_agrees_with_numpy(
-    shape: tuple[int, int, int], pad: tuple[int, int], seed: int
+    shape: tuple[int, int, int], pad: tuple[int, int, bool], seed: int
 ) -> None:
     # vertical_advection reads u_stage at K - 1 and K + 1 (two extra levels, from one below
     # the domain) and wcon at I + 1 (not buffered); its domain is the grid less a halo of 1.
