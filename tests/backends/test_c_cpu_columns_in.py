@@ -8,13 +8,18 @@ held: the scans agree with NumPy on views of every shape.
 No ``from __future__ import annotations``: the program below is read by the DSL.
 """
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends
+from backends.c.sweep_columns import COLUMNS_IN_C
+from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
 from pipeline.dsl import Dimension, Field, float32, float64, program, scan_operator
 
@@ -94,7 +99,7 @@ def test_only_float64_columns_go_through_the_transposes() -> None:
     assert "sf_columns_in_f64" not in narrow  # neither called nor defined
 
 
-def test_the_transposed_columns_match_on_float32_scans_too() -> None:
+def test_float32_columns_keep_the_scalar_copy_and_agree_with_numpy() -> None:
     rng = np.random.default_rng(3)
     f = rng.uniform(-1, 1, (2, 19, 13)).astype(np.float32)
     out = np.zeros_like(f)
@@ -105,3 +110,51 @@ def test_the_transposed_columns_match_on_float32_scans_too() -> None:
         carry = carry * np.float32(0.5) + f[:, :, k]
         expected[:, :, k] = carry
     np.testing.assert_array_equal(out, expected)
+
+
+#: Calls sf_columns_in_f64 on 0-27 levels of eight columns a positive, a negative and a zero
+#: stride apart, into a buffer filled with -1, and counts the points that differ from the
+#: columns or that it wrote outside them. Exits 77 where SF_COLUMNS_8 is 0.
+_COLUMNS_CHECK = r"""
+#include <stdint.h>
+#include <stdio.h>
+COLUMNS_IN_C
+int main(void) {
+#if !SF_COLUMNS_8
+    return 77;
+#else
+    enum { ROW = 72, MOST = 27 };
+    static double src[16 * (MOST + 3) + 16], g[ROW * (MOST + 1)];
+    for (int i = 0; i < (int)(sizeof src / sizeof *src); ++i) src[i] = i + 0.5;
+    long wrong = 0;
+    for (int64_t levels = 0; levels <= MOST; ++levels) {
+        const int64_t strides[3] = {levels + 3, -(levels + 3), 0};
+        for (int s = 0; s < 3; ++s) {
+            const int64_t stride = strides[s];
+            const double* col = src + 1 + (stride < 0 ? 8 * (MOST + 3) : 0);
+            for (int i = 0; i < ROW * (MOST + 1); ++i) g[i] = -1.0;
+            sf_columns_in_f64(g, ROW, col, stride, levels);
+            for (int64_t k = 0; k <= MOST; ++k)
+                for (int c = 0; c < ROW; ++c) {
+                    const double want = k < levels && c < 8 ? col[c * stride + k] : -1.0;
+                    wrong += g[k * ROW + c] != want;
+                }
+        }
+    }
+    printf("%ld\n", wrong);
+    return 0;
+#endif
+}
+""".replace("COLUMNS_IN_C", COLUMNS_IN_C)
+
+
+def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: Path) -> None:
+    source, executable = tmp_path / "columns.c", tmp_path / "columns"
+    source.write_text(_COLUMNS_CHECK)
+    flags = ["-O2", "-march=native", "-Wall", "-Werror"]
+    subprocess.run([default_compiler(), *flags, str(source), "-o", str(executable)], check=True)
+    run = subprocess.run([str(executable)], capture_output=True, text=True)
+    if run.returncode == 77:
+        pytest.skip("the compiler does not target AVX-512 here (or is gcc < 12): no transposes")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "0"

@@ -155,7 +155,12 @@ def _dace_cpu_pipeline(cache_directory, **shared):
 
 @pytest.mark.parametrize(
     "factory",
-    ["backends.c.c_cpu_pipeline", "backends.cuda.cuda_gpu_pipeline", _dace_cpu_pipeline],
+    [
+        "backends.c.c_cpu_pipeline",
+        "backends.cuda.cuda_gpu_pipeline",
+        "backends.cuda.emulation.cuda_emulated_pipeline",
+        _dace_cpu_pipeline,
+    ],
 )
 def test_a_compiled_pipeline_takes_the_shared_cache_and_its_secret_as_keywords(
     tmp_path, monkeypatch, factory

@@ -7,9 +7,9 @@ per point, each into another row. Where the compiler targets AVX-512, every buff
 float64 and the domain has at least eight levels, eight columns at a time go through 8x8
 register transposes instead (``sf_columns_in_f64``): eight loads and eight stores of a vector
 per 64 points. A tile's eight loads read one line of each of eight columns, an order the
-hardware prefetcher does not follow, so each tile also asks for eight lines of the next eight
-columns into L2, in address order; the columns left over (fewer than eight) keep the scalar
-loop.
+hardware prefetcher does not follow, so the tiles also ask for the next eight columns' lines
+into L2, in address order, a share per tile; the columns left over (fewer than eight) keep
+the scalar loop.
 
 Measured on the 2-core Zen 4 through the harness: the tridiagonal solve 6.3-6.7 ms against
 8.1 on 256x256x64 and 5.5 us against 6.5 on 16x16x8, the vertical advection 5-7 % faster on
@@ -42,13 +42,15 @@ typedef double sf_d8u __attribute__((vector_size(64), aligned(8), may_alias));
 #define SF_HALVES(a, b, lo) \
     __builtin_shufflevector(a, b, lo, lo + 1, lo + 2, lo + 3, lo + 8, lo + 9, lo + 10, lo + 11)
 /* Columns c < 8 of `levels` points at col + c * stride into g[k * row + c], eight levels at a
-   time through an 8x8 transpose; each tile asks for eight lines of the next eight columns
+   time through an 8x8 transpose; the tiles ask for the lines of the next eight columns
    (col + 8 * stride) into L2, column by column. Addresses past the array are formed as
    integers: a prefetch there does nothing. */
 static inline __attribute__((always_inline)) void sf_columns_in_f64(
     double* restrict g, int64_t row, const double* restrict col, int64_t stride, int64_t levels) {
+    /* The next eight columns' lines (`lines` a column), column by column, a share per tile. */
     const uintptr_t next = (uintptr_t)col + (uintptr_t)(8 * stride) * sizeof(double);
     const int64_t lines = (levels * (int64_t)sizeof(double) + 63) / 64;
+    const int64_t per_tile = levels >= 8 ? (8 * lines + levels / 8 - 1) / (levels / 8) : 0;
     int64_t pc = 0, pl = 0;
     int64_t k = 0;
     for (; k + 8 <= levels; k += 8) {
@@ -57,7 +59,7 @@ static inline __attribute__((always_inline)) void sf_columns_in_f64(
         const sf_d8 r2 = *(const sf_d8u*)(at + 2 * stride), r3 = *(const sf_d8u*)(at + 3 * stride);
         const sf_d8 r4 = *(const sf_d8u*)(at + 4 * stride), r5 = *(const sf_d8u*)(at + 5 * stride);
         const sf_d8 r6 = *(const sf_d8u*)(at + 6 * stride), r7 = *(const sf_d8u*)(at + 7 * stride);
-        for (int p = 0; p < 8 && pc < 8; ++p) {
+        for (int64_t p = 0; p < per_tile && pc < 8; ++p) {
             const int64_t offset = pc * stride * (int64_t)sizeof(double) + pl * 64;
             __builtin_prefetch((const void*)(next + (uintptr_t)offset), 0, 2);
             if (++pl == lines) { pl = 0; ++pc; }
@@ -114,6 +116,8 @@ def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> lis
     level: eight at a time through ``sf_columns_in_f64`` where ``SF_COLUMNS_8`` and every
     field is float64 (``uses_columns_8``), then one at a time, the fields of one reach side by
     side in one loop along the axis (streams the hardware prefetcher follows)."""
+    if not columns:
+        return []
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;"]
     if uses_columns_8(columns):
         lines += [

@@ -28,14 +28,14 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 import numpy as np
 
 from allocators import DeviceType
 from backends.build_cache import BuildCache, verified_bytes
-from backends.cache import CompiledPipeline, cached_pipeline
+from backends.cache import CompiledPipeline, SharedCache, cached_pipeline
 from backends.clike.compiler import (
     CompilationError,
     compiler_identity,
@@ -301,7 +301,10 @@ CudaEmulatedPipeline = CompiledPipeline[EmulatedCudaProgram]
 
 
 def cuda_emulated_pipeline(
-    cache_directory: Path, *, translation: CudaEmulationTranslation | None = None
+    cache_directory: Path,
+    *,
+    translation: CudaEmulationTranslation | None = None,
+    **shared: Unpack[SharedCache],
 ) -> CudaEmulatedPipeline:
     """The ``cuda_emulated`` pipeline: cuda_gpu's frontend and translation, the emulation's
     compilation (shared objects under ``cache_directory / "cuda-emulated"``) and loading,
@@ -310,6 +313,8 @@ def cuda_emulated_pipeline(
     Args:
         cache_directory: a private directory (see ``backends.cache``).
         translation: the emulated translation (default: cuda_gpu's default kernels).
+        shared: ``cache_url`` and ``cache_secret``, the shared cache behind the local one
+            (``backends.cache.SharedCache``).
     """
     cache_directory = ensure_private_directory(cache_directory)
     return cached_pipeline(
@@ -319,4 +324,5 @@ def cuda_emulated_pipeline(
         CudaEmulationCompilation(str(cache_directory / "cuda-emulated")),
         load_emulated,
         validate=lambda artifact: BuildCache.intact(Path(artifact.path), artifact.content_hash),
+        **shared,
     )
