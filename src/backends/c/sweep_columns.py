@@ -12,10 +12,11 @@ into L2, in address order, a share per tile; the columns left over (fewer than e
 the scalar loop.
 
 Measured on the 2-core Zen 4 through the harness: the tridiagonal solve 6.3-6.7 ms against
-8.1 on 256x256x64 and 5.5 us against 6.5 on 16x16x8, the vertical advection 5-7 % faster on
+8.1 on 256x256x64 and 5.5 us against 6.5 on 16x16x8, the vertical advection 5-10 % faster on
 256x256x64; without the prefetch, 25 % slower from memory. A domain of fewer than eight
-levels keeps the scalar copy: the vertical advection's 16x16x8 (six levels) was 4 % slower
-through the transposes' leftover loop (docs/notes/2026-12-05-scans-where-the-time-goes.md).
+levels keeps the scalar copy (through the transposes' leftover loop the vertical advection's
+16x16x8, six levels, was slower); the helper is inlined, which costs that row about 4 % and
+gains the tridiagonal's 14 % instead of 6 % (docs/notes/2026-12-05-scans-where-the-time-goes.md).
 
 The helper is written with ``__builtin_shufflevector`` (clang, gcc 12 and later) rather than
 ``<immintrin.h>``, whose parse costs every cold build about 0.15 s.
