@@ -13,10 +13,11 @@ the scalar loop.
 
 Measured on the 2-core Zen 4 through the harness: the tridiagonal solve 6.3-6.7 ms against
 8.1 on 256x256x64 and 5.5 us against 6.5 on 16x16x8, the vertical advection 5-10 % faster on
-256x256x64; without the prefetch, 25 % slower from memory. A domain of fewer than eight
-levels keeps the scalar copy (through the transposes' leftover loop the vertical advection's
-16x16x8, six levels, was slower); the helper is inlined, which costs that row about 4 % and
-gains the tridiagonal's 14 % instead of 6 % (docs/notes/2026-12-05-scans-where-the-time-goes.md).
+256x256x64; without the prefetch, 25 % slower from memory. The helper is inlined (the
+tridiagonal's small row gains 14 % instead of 6 %), so a domain known to have fewer than eight
+levels (c_cpu builds per inner extent) gets no code for the transposes: unused in its
+function, it cost the vertical advection's 16x16x8 (six levels) 4 %
+(docs/notes/2026-12-05-scans-where-the-time-goes.md).
 
 The helper is written with ``__builtin_shufflevector`` (clang, gcc 12 and later) rather than
 ``<immintrin.h>``, whose parse costs every cold build about 0.15 s.
@@ -103,6 +104,8 @@ class Column:
         start: the offset of column ``b + v``'s first point copied (C, in ``v``).
         stride: the C name of the field's stride from one column to the next.
         extra: levels copied beyond the domain's (``sf_levels``): the reach along the axis.
+        transposed: whether eight columns at a time may go through the transposes (False
+            where the domain is known to have fewer than eight levels).
     """
 
     name: str
@@ -110,6 +113,7 @@ class Column:
     start: str
     stride: str
     extra: int
+    transposed: bool = True
 
 
 def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
@@ -148,5 +152,6 @@ def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> lis
 
 
 def uses_columns_8(columns: Sequence[Column]) -> bool:
-    """Whether the copy-in of ``columns`` calls ``sf_columns_in_f64`` (every one float64)."""
-    return bool(columns) and all(c.ctype == "double" for c in columns)
+    """Whether the copy-in of ``columns`` calls ``sf_columns_in_f64`` (every one float64 and
+    transposed)."""
+    return bool(columns) and all(c.ctype == "double" and c.transposed for c in columns)

@@ -99,6 +99,9 @@ class _SweepGenerator(_StencilGenerator):
     block = BLOCKS[0]  # set per stencil by generate_sweep
     stream_min_bytes: int | None = None  # set per stencil by generate_sweep
     prefetch_next = False  # set per stencil by generate_sweep
+    # The domain's innermost extent when fixed at compile time (set by generate_sweep; not
+    # the base's inner_extent, which would make the bindings check it).
+    fixed_inner: int | None = None
     # Fields copied per block into [axis][vector] buffers: name -> (lower, upper) reach along
     # the axis. Set by generate().
     buffered: dict[str, tuple[int, int]] = {}  # noqa: RUF012
@@ -211,13 +214,17 @@ class _SweepGenerator(_StencilGenerator):
         return copy_in(self._columns(axis, vector), f"e_{vector} - b_{vector}", self.row, indent)
 
     def _columns(self, axis: str, vector: str) -> list[Column]:
+        # Transposes need eight levels: with fewer fixed at compile time, no code for them.
+        known = self.fixed_inner if self.dims[-1] == axis else None
+        eight = known is None or known >= 8
         columns = []
         for name, (lower, upper) in self.buffered.items():
             param = self.program.param(name)
             assert isinstance(param.type, FieldType)
             start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
             stride = f"s_{name}_{param.type.dim_names.index(vector)}"
-            columns.append(Column(name, C_TYPES[param.type.dtype], start, stride, upper - lower))
+            ctype = C_TYPES[param.type.dtype]
+            columns.append(Column(name, ctype, start, stride, upper - lower, transposed=eight))
         return columns
 
     def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
@@ -541,6 +548,7 @@ def generate_sweep(
     l1_bytes: int = 32 * 1024,
     streaming_min_bytes: int | None = None,
     prefetch_next: bool = False,
+    inner_extent: int | None = None,
 ) -> StencilCode:
     """The C function ``sf_stencil_<index>`` computing ``site``'s stencil, which runs scans,
     over a domain (the same signature and return value as ``codegen.generate_stencil``'s), with
@@ -548,8 +556,11 @@ def generate_sweep(
     the stencil reads and an L1 data cache of ``l1_bytes``). Outputs of at least
     ``streaming_min_bytes`` over the domain (None: none) are written with non-temporal
     stores. With ``prefetch_next``, the first pass prefetches the columns after each block
-    into L2 while it computes (``_prefetch_next``). The translation unit defines the
-    returned code's ``helpers`` before it."""
+    into L2 while it computes (``_prefetch_next``). ``inner_extent``: the domain's extent
+    along its innermost dimension when the compile-time arguments fix it (None: a runtime
+    value); where that is the axis, fewer than eight levels leave out the transposed copy-in
+    (``sweep_columns``). The translation unit defines the returned code's ``helpers`` before
+    it."""
     generator = _SweepGenerator(
         site,
         temporaries=False,
@@ -561,6 +572,7 @@ def generate_sweep(
     generator.block = block if block is not None else choose_block(rows, l1_bytes)
     generator.stream_min_bytes = streaming_min_bytes
     generator.prefetch_next = prefetch_next
+    generator.fixed_inner = inner_extent
     code = generator.generate()
     how = (
         "given" if block is not None else f"chosen: {rows} rows a step, L1d {l1_bytes // 1024} KiB"

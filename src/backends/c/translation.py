@@ -232,6 +232,7 @@ class CTranslation:
                     None if self.streaming_stores is False else self._streaming_min_bytes()
                 ),
                 prefetch_next=self.sweep_prefetch,
+                inner_extent=specialization.stencil_inner_extent(ir, stencil, extents),
             )
             return code, None
         choice = self.choose(ir, stencil, unit)
