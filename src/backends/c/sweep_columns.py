@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import attrs
 
-__all__ = ["COLUMNS_IN_C", "Column", "copy_in", "uses_columns_8"]
+__all__ = ["COLUMNS_IN_C", "Column", "copy_in", "transposable"]
 
 #: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512.
 COLUMNS_IN_C = r"""
@@ -104,8 +104,6 @@ class Column:
         start: the offset of column ``b + v``'s first point copied (C, in ``v``).
         stride: the C name of the field's stride from one column to the next.
         extra: levels copied beyond the domain's (``sf_levels``): the reach along the axis.
-        transposed: whether eight columns at a time may go through the transposes (False
-            where the domain is known to have fewer than eight levels).
     """
 
     name: str
@@ -113,18 +111,19 @@ class Column:
     start: str
     stride: str
     extra: int
-    transposed: bool = True
 
 
-def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
+def copy_in(
+    columns: Sequence[Column], count: str, row: int, indent: str, *, transposed: bool
+) -> list[str]:
     """The copy-in of ``count`` columns (C) of ``columns``, into buffers of ``row`` points a
-    level: eight at a time through ``sf_columns_in_f64`` where ``SF_COLUMNS_8`` and every
-    field is float64 (``uses_columns_8``), then one at a time, the fields of one reach side by
-    side in one loop along the axis (streams the hardware prefetcher follows)."""
+    level: with ``transposed`` (only for ``transposable`` columns), eight at a time through
+    ``sf_columns_in_f64`` where ``SF_COLUMNS_8``; then one at a time, the fields of one reach
+    side by side in one loop along the axis (streams the hardware prefetcher follows)."""
     if not columns:
         return []
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;"]
-    if uses_columns_8(columns):
+    if transposed:
         lines += [
             "#if SF_COLUMNS_8",
             f"{indent}    for (; sf_levels >= 8 && v + 8 <= {count}; v += 8) {{",
@@ -151,7 +150,6 @@ def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> lis
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 
 
-def uses_columns_8(columns: Sequence[Column]) -> bool:
-    """Whether the copy-in of ``columns`` calls ``sf_columns_in_f64`` (every one float64 and
-    transposed)."""
-    return bool(columns) and all(c.ctype == "double" and c.transposed for c in columns)
+def transposable(columns: Sequence[Column]) -> bool:
+    """Whether ``sf_columns_in_f64`` can copy ``columns`` in: every one float64."""
+    return bool(columns) and all(c.ctype == "double" for c in columns)

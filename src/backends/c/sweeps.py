@@ -41,7 +41,7 @@ from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
-from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in, uses_columns_8
+from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in, transposable
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
@@ -211,20 +211,23 @@ class _SweepGenerator(_StencilGenerator):
 
     def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
         """The block's columns of every buffered field, copied in (``sweep_columns``)."""
-        return copy_in(self._columns(axis, vector), f"e_{vector} - b_{vector}", self.row, indent)
+        columns, count = self._columns(axis, vector), f"e_{vector} - b_{vector}"
+        return copy_in(columns, count, self.row, indent, transposed=self._transposed(axis, vector))
+
+    def _transposed(self, axis: str, vector: str) -> bool:
+        """Whether the copy-in goes eight columns at a time (``sweep_columns``): transposes
+        need eight levels, so not where fewer are fixed at compile time."""
+        known = self.fixed_inner if self.dims[-1] == axis else None
+        return (known is None or known >= 8) and transposable(self._columns(axis, vector))
 
     def _columns(self, axis: str, vector: str) -> list[Column]:
-        # Transposes need eight levels: with fewer fixed at compile time, no code for them.
-        known = self.fixed_inner if self.dims[-1] == axis else None
-        eight = known is None or known >= 8
         columns = []
         for name, (lower, upper) in self.buffered.items():
             param = self.program.param(name)
             assert isinstance(param.type, FieldType)
             start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
             stride = f"s_{name}_{param.type.dim_names.index(vector)}"
-            ctype = C_TYPES[param.type.dtype]
-            columns.append(Column(name, ctype, start, stride, upper - lower, transposed=eight))
+            columns.append(Column(name, C_TYPES[param.type.dtype], start, stride, upper - lower))
         return columns
 
     def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
@@ -326,7 +329,7 @@ class _SweepGenerator(_StencilGenerator):
         )
         if self.prefetch_next and self.buffered and frame.vector:
             helpers += (PREFETCH_COLUMN_C,)
-        if frame.vector and uses_columns_8(self._columns(frame.axis, frame.vector)):
+        if frame.vector and self._transposed(frame.axis, frame.vector):
             helpers += (COLUMNS_IN_C,)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
