@@ -1,9 +1,10 @@
 """c_cpu's scans copy their float64 columns in eight at a time (``backends.c.sweep_columns``).
 
-Eight columns go through an 8x8 transpose for each eight levels, the levels left over and the
-columns left over (fewer than eight) one at a time. Whatever the block's columns, the levels,
-the reach along the axis and the inputs' strides, the buffers must hold what the columns
-held: the scans agree with NumPy on views of every shape.
+Chunk by chunk of eight levels, interleaved with the first pass, eight columns go through an
+8x8 transpose, the levels left over and the columns left over (fewer than eight) one at a
+time. Whatever the block's columns, the levels, the reach along the axis and the inputs'
+strides, the buffers must hold what the columns held: the scans agree with NumPy on views of
+every shape, in either direction of the first pass.
 
 No ``from __future__ import annotations``: the program below is read by the DSL.
 """
@@ -21,7 +22,7 @@ import backends
 from backends.c.sweep_columns import COLUMNS_IN_C
 from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
-from pipeline.dsl import Dimension, Field, float32, float64, program, scan_operator
+from pipeline.dsl import Dimension, Field, field_operator, float32, float64, program, scan_operator
 
 I, J, K = Dimension("I"), Dimension("J"), Dimension("K")  # noqa: E741
 IJK = Field[[I, J, K], float64]
@@ -75,6 +76,42 @@ def test_a_scan_reading_levels_around_its_own_agrees_with_numpy(
     np.testing.assert_allclose(out[1:-1, 1:-1, 1:-1], expected, rtol=1e-11, atol=1e-12)
 
 
+@scan_operator(axis=K, forward=False, init=0.0)
+def damped_from_the_top(carry: float64, value: float64) -> float64:
+    return carry * 0.5 + value
+
+
+@field_operator
+def curvature_from_the_top(f: IJK) -> IJK:
+    return damped_from_the_top(f(K - 1) - 2.0 * f + f(K + 1))
+
+
+@program
+def top_down(f: IJK, out: IJK):
+    curvature_from_the_top(f, out=out[:, :, 1:-1])
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=_shapes, pad=_pads, seed=st.integers(0, 2**31))
+def test_a_first_pass_from_the_top_copies_its_chunks_from_the_top(
+    shape: tuple[int, int, int], pad: tuple[int, int, bool], seed: int
+) -> None:
+    # One pass, from the top down, reading f a level below and above its own: its chunks
+    # come in from the top, the last (the lowest) shorter where the levels are not a
+    # multiple of eight.
+    grid = (shape[0], shape[1], shape[2] + 2)
+    f = _view(np.random.default_rng(seed), grid, pad, -1.0, 1.0)
+    out = np.zeros(grid)
+    top_down.with_backend(backends.c_cpu)(f, out)
+    curvature = f[:, :, :-2] - 2.0 * f[:, :, 1:-1] + f[:, :, 2:]
+    expected = np.zeros_like(curvature)
+    carry = np.zeros(grid[:2])
+    for k in reversed(range(curvature.shape[2])):
+        carry = carry * 0.5 + curvature[:, :, k]
+        expected[:, :, k] = carry
+    np.testing.assert_array_equal(out[:, :, 1:-1], expected)
+
+
 @scan_operator(axis=K, forward=True, init=0.0)
 def damped_total(carry: float32, value: float32) -> float32:
     return carry * float32(0.5) + value
@@ -94,6 +131,8 @@ def test_only_float64_columns_go_through_the_transposes() -> None:
     wide = _source(tridiagonal, *(np.ones(shape) for _ in range(5)))
     assert wide.count("sf_columns_in_f64(g_") == 4  # one call per input, eight columns each
     assert wide.count("g_a[k * ") == 1  # and the scalar loop for the columns left over
+    assert "sf_columns_in_f64(g_a + v, 72, p_a + " in wide  # into a chunk's buffer
+    assert "g_a[(x_K + (0) - lo_K - (0) - sf_t) * 72" in wide  # read from the chunk's start
     narrow = _source(damped, *(np.ones(shape, np.float32) for _ in range(2)))
     assert "g_f[k * " in narrow
     assert "sf_columns_in_f64" not in narrow  # neither called nor defined

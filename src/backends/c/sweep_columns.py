@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import attrs
 
-__all__ = ["COLUMNS_IN_C", "Column", "copy_in", "transposable"]
+__all__ = ["COLUMNS_IN_C", "Column", "copy_in", "copy_in_chunk", "transposable"]
 
 #: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512.
 COLUMNS_IN_C = r"""
@@ -44,16 +44,9 @@ typedef double sf_d8u __attribute__((vector_size(64), aligned(8), may_alias));
 #define SF_HALVES(a, b, lo) \
     __builtin_shufflevector(a, b, lo, lo + 1, lo + 2, lo + 3, lo + 8, lo + 9, lo + 10, lo + 11)
 /* Columns c < 8 of `levels` points at col + c * stride into g[k * row + c], eight levels at a
-   time through an 8x8 transpose; the tiles ask for the lines of the next eight columns
-   (col + 8 * stride) into L2, column by column. Addresses past the array are formed as
-   integers: a prefetch there does nothing. */
+   time through an 8x8 transpose. */
 static inline __attribute__((always_inline)) void sf_columns_in_f64(
     double* restrict g, int64_t row, const double* restrict col, int64_t stride, int64_t levels) {
-    /* The next eight columns' lines (`lines` a column), column by column, a share per tile. */
-    const uintptr_t next = (uintptr_t)col + (uintptr_t)(8 * stride) * sizeof(double);
-    const int64_t lines = (levels * (int64_t)sizeof(double) + 63) / 64;
-    const int64_t per_tile = levels >= 8 ? (8 * lines + levels / 8 - 1) / (levels / 8) : 0;
-    int64_t pc = 0, pl = 0;
     int64_t k = 0;
     for (; k + 8 <= levels; k += 8) {
         const double* restrict at = col + k;
@@ -61,11 +54,6 @@ static inline __attribute__((always_inline)) void sf_columns_in_f64(
         const sf_d8 r2 = *(const sf_d8u*)(at + 2 * stride), r3 = *(const sf_d8u*)(at + 3 * stride);
         const sf_d8 r4 = *(const sf_d8u*)(at + 4 * stride), r5 = *(const sf_d8u*)(at + 5 * stride);
         const sf_d8 r6 = *(const sf_d8u*)(at + 6 * stride), r7 = *(const sf_d8u*)(at + 7 * stride);
-        for (int64_t p = 0; p < per_tile && pc < 8; ++p) {
-            const int64_t offset = pc * stride * (int64_t)sizeof(double) + pl * 64;
-            __builtin_prefetch((const void*)(next + (uintptr_t)offset), 0, 2);
-            if (++pl == lines) { pl = 0; ++pc; }
-        }
         const sf_d8 a0 = SF_PAIRS(r0, r1, 0), b0 = SF_PAIRS(r0, r1, 1);
         const sf_d8 a1 = SF_PAIRS(r2, r3, 0), b1 = SF_PAIRS(r2, r3, 1);
         const sf_d8 a2 = SF_PAIRS(r4, r5, 0), b2 = SF_PAIRS(r4, r5, 1);
@@ -91,6 +79,15 @@ static inline __attribute__((always_inline)) void sf_columns_in_f64(
 #else
 #define SF_COLUMNS_8 0
 #endif
+/* Columns [first, last) of those from `ahead`, `stride` bytes apart, asked for into L2 a line
+   at a time, `bytes` of each. Addresses are formed as integers: past the array, a prefetch
+   does nothing. */
+static inline void sf_prefetch_columns(uintptr_t ahead, int64_t stride, int64_t bytes,
+                                       int64_t first, int64_t last) {
+    for (int64_t w = first; w < last; ++w)
+        for (int64_t offset = 0; offset < bytes + 63; offset += 64)
+            __builtin_prefetch((const void*)(ahead + (uintptr_t)(w * stride + offset)), 0, 2);
+}
 """
 
 
@@ -99,11 +96,13 @@ class Column:
     """A buffered field's column in the block, as the copy-in reads it.
 
     Attributes:
-        name: the field (its buffer is ``g_<name>``, its pointer ``p_<name>``).
+        name: the field (its pointer is ``p_<name>``).
         ctype: its C element type.
         start: the offset of column ``b + v``'s first point copied (C, in ``v``).
         stride: the C name of the field's stride from one column to the next.
         extra: levels copied beyond the domain's (``sf_levels``): the reach along the axis.
+        buffer: where the first point copied goes (C): column ``v`` of that row.
+        ahead: the offset of the first point of the column after the block's last (C).
     """
 
     name: str
@@ -111,43 +110,81 @@ class Column:
     start: str
     stride: str
     extra: int
+    buffer: str
+    ahead: str = "0"
 
 
-def copy_in(
-    columns: Sequence[Column], count: str, row: int, indent: str, *, transposed: bool
-) -> list[str]:
-    """The copy-in of ``count`` columns (C) of ``columns``, into buffers of ``row`` points a
-    level: with ``transposed`` (only for ``transposable`` columns), eight at a time through
-    ``sf_columns_in_f64`` where ``SF_COLUMNS_8``; then one at a time, the fields of one reach
-    side by side in one loop along the axis (streams the hardware prefetcher follows)."""
+def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
+    """The copy-in of every level of ``count`` columns (C) of ``columns``, into buffers of
+    ``row`` points a level, one column at a time: the fields of one reach side by side in one
+    loop along the axis (streams the hardware prefetcher follows)."""
     if not columns:
         return []
-    lines = [f"{indent}{{", f"{indent}    int64_t v = 0;"]
-    if transposed:
-        lines += [
-            "#if SF_COLUMNS_8",
-            f"{indent}    for (; sf_levels >= 8 && v + 8 <= {count}; v += 8) {{",
-            *(
-                f"{indent}        sf_columns_in_f64(g_{c.name} + v, {row}, p_{c.name} + "
-                f"{c.start}, {c.stride}, (int64_t)sf_levels + {c.extra});"
-                for c in columns
-            ),
-            f"{indent}    }}",
-            "#endif",
-        ]
-    lines.append(f"{indent}    for (; v < {count}; ++v) {{")
+    lines = [f"{indent}for (int64_t v = 0; v < {count}; ++v) {{"]
+    lines += _columns_one_by_one(columns, row, "(int64_t)sf_levels", indent + "    ")
+    return [*lines, f"{indent}}}"]
+
+
+def copy_in_chunk(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
+    """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
+    reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
+    where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
+    ``SF_COLUMNS_8``, the columns left over one at a time.
+
+    Each column copied also asks for its share of the columns after the block's into L2
+    (``sf_prefetch_columns``): the block's chunks share them out, so that the next block's
+    reads are spread over this block's first pass instead of waiting for memory at its start
+    (where ``sf_ahead``).
+    """
+    if not columns:
+        return []
+    lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]
+    lines.append(f"{indent}    for (; v + 8 <= {count}; v += 8) {{")
+    lines += _prefetch_share(columns, count, 8, indent + "        ")
+    lines += [
+        f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
+        f"{c.stride}, sf_n + {c.extra});"
+        for c in columns
+    ]
+    lines += [f"{indent}    }}", "#endif", f"{indent}    for (; v < {count}; ++v) {{"]
+    lines += _prefetch_share(columns, count, 1, indent + "        ")
+    lines += _columns_one_by_one(columns, row, "sf_n", indent + "        ")
+    return [*lines, f"{indent}    }}", f"{indent}}}"]
+
+
+def _prefetch_share(columns: Sequence[Column], count: str, width: int, indent: str) -> list[str]:
+    """The share of the next block's columns for ``width`` columns from ``v`` of chunk
+    ``sf_c``: the ``count * sf_chunks`` columns copied in a block each take ``1 / sf_chunks``
+    of a column ahead, so the shares are whole columns, each once."""
+    done = f"sf_c * ({count}) + v"
+    lines = [
+        f"{indent}const int64_t pf_first = ({done}) / sf_chunks, "
+        f"pf_last = sf_ahead ? ({done} + {width}) / sf_chunks : pf_first;"
+    ]
+    lines += [
+        f"{indent}sf_prefetch_columns((uintptr_t)(p_{c.name} + {c.ahead}), {c.stride} * "
+        f"(int64_t)sizeof({c.ctype}), ((int64_t)sf_levels + {c.extra}) * "
+        f"(int64_t)sizeof({c.ctype}), pf_first, pf_last);"
+        for c in columns
+    ]
+    return lines
+
+
+def _columns_one_by_one(columns: Sequence[Column], row: int, levels: str, indent: str) -> list[str]:
+    """Column ``v`` of ``columns``, ``levels`` (C) and each one's reach, a point at a time."""
+    lines = []
     by_reach: dict[int, list[Column]] = {}
     for column in columns:
         by_reach.setdefault(column.extra, []).append(column)
     for extra, reach in by_reach.items():
         lines += [
-            f"{indent}        const {c.ctype}* restrict src_{c.name} = p_{c.name} + {c.start};"
+            f"{indent}const {c.ctype}* restrict src_{c.name} = p_{c.name} + {c.start};"
             for c in reach
         ]
-        lines.append(f"{indent}        for (int64_t k = 0; k < (int64_t)sf_levels + {extra}; ++k) {{")
-        lines += [f"{indent}            g_{c.name}[k * {row} + v] = src_{c.name}[k];" for c in reach]
-        lines.append(f"{indent}        }}")
-    return [*lines, f"{indent}    }}", f"{indent}}}"]
+        lines.append(f"{indent}for (int64_t k = 0; k < {levels} + {extra}; ++k) {{")
+        lines += [f"{indent}    {c.buffer}[k * {row} + v] = src_{c.name}[k];" for c in reach]
+        lines.append(f"{indent}}}")
+    return lines
 
 
 def transposable(columns: Sequence[Column]) -> bool:

@@ -41,7 +41,7 @@ from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
-from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in, transposable
+from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in, copy_in_chunk, transposable
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
@@ -108,7 +108,15 @@ class _SweepGenerator(_StencilGenerator):
     # Outputs written into a block buffer o_<name>[axis][vector] by the last pass and copied
     # out column by column after it. Set by generate().
     staged: frozenset[str] = frozenset()
+    # Whether the copy-in goes eight levels at a time, interleaved with the first pass
+    # (``_transposed``), and the buffered fields only that pass reads, whose buffers then hold
+    # one chunk of levels. Set by generate().
+    interleaved = False
+    chunked: frozenset[str] = frozenset()
     transpose = True
+    # The pass whose steps are being written, and the passes each buffered field is read in.
+    _phase = 0
+    _readers: dict[str, set[int]] = {}  # noqa: RUF012
     _axis = ""
     _vector: str | None = None
     _kept = "0"
@@ -120,11 +128,13 @@ class _SweepGenerator(_StencilGenerator):
 
     def read(self, body: ExpressionEmitter, name: str, offsets: tuple[tuple[str, int], ...]) -> str:
         if name in self.buffered and name not in self.definitions:
+            self._readers.setdefault(name, set()).add(self._phase)
             lower, _ = self.buffered[name]
             shift = dict(offsets).get(self._axis, 0)
+            chunk = " - sf_t" if name in self.chunked else ""
             index = (
-                f"(x_{self._axis} + ({shift}) - lo_{self._axis} - ({lower})) * {self.row} + "
-                f"(x_{self._vector} - b_{self._vector})"
+                f"(x_{self._axis} + ({shift}) - lo_{self._axis} - ({lower}){chunk}) * {self.row}"
+                f" + (x_{self._vector} - b_{self._vector})"
             )
             param = self.program.param(name)
             return body.let(C_TYPES[param.type.dtype], f"g_{name}[{index}]")
@@ -194,9 +204,9 @@ class _SweepGenerator(_StencilGenerator):
             stores.append(f"o_{target.name}[{self._kept}] = {value};")
         return stores
 
-    def _column(self, name: str, axis: str, vector: str, start: str) -> str:
-        """The offset of column ``b_<vector> + v`` of field ``name`` at ``start`` along the
-        axis (the other dimensions at the block's point)."""
+    def _column(self, name: str, axis: str, vector: str, start: str, column: str = "v") -> str:
+        """The offset of column ``b_<vector> + column`` of field ``name`` at ``start`` along
+        the axis (the other dimensions at the block's point)."""
         param = self.program.param(name)
         assert isinstance(param.type, FieldType)
         terms = []
@@ -204,30 +214,39 @@ class _SweepGenerator(_StencilGenerator):
             if dim == axis:
                 terms.append(start)
             elif dim == vector:
-                terms.append(f"(b_{vector} + v) * s_{name}_{position}")
+                terms.append(f"(b_{vector} + {column}) * s_{name}_{position}")
             else:
                 terms.append(f"x_{dim} * s_{name}_{position}")
         return " + ".join(terms)
 
     def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
-        """The block's columns of every buffered field, copied in (``sweep_columns``)."""
-        columns, count = self._columns(axis, vector), f"e_{vector} - b_{vector}"
-        return copy_in(columns, count, self.row, indent, transposed=self._transposed(axis, vector))
+        """Every level of the block's columns of every buffered field, copied in before the
+        passes (where the copy-in is not interleaved with the first pass)."""
+        return copy_in(self._columns(axis, vector, "0"), f"e_{vector} - b_{vector}", self.row, indent)
 
     def _transposed(self, axis: str, vector: str) -> bool:
-        """Whether the copy-in goes eight columns at a time (``sweep_columns``): transposes
-        need eight levels, so not where fewer are fixed at compile time."""
+        """Whether the copy-in goes eight columns at a time (``sweep_columns``), a chunk of
+        eight levels before each eight steps of the first pass: transposes need eight levels,
+        so not where fewer are fixed at compile time."""
         known = self.fixed_inner if self.dims[-1] == axis else None
-        return (known is None or known >= 8) and transposable(self._columns(axis, vector))
+        return (known is None or known >= 8) and transposable(self._columns(axis, vector, "0"))
 
-    def _columns(self, axis: str, vector: str) -> list[Column]:
+    def _columns(self, axis: str, vector: str, level: str) -> list[Column]:
+        """The buffered fields' columns from ``level`` (C) on, relative to their reach's lower
+        end; a chunked field's chunk starts its buffer, another field's goes to its row."""
         columns = []
         for name, (lower, upper) in self.buffered.items():
             param = self.program.param(name)
             assert isinstance(param.type, FieldType)
-            start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
+            first = f"(lo_{axis} + ({lower}))" if level == "0" else f"(lo_{axis} + ({lower}) + {level})"
+            start = self._column(name, axis, vector, first)
             stride = f"s_{name}_{param.type.dim_names.index(vector)}"
-            columns.append(Column(name, C_TYPES[param.type.dtype], start, stride, upper - lower))
+            buffer = f"g_{name}" if name in self.chunked or level == "0" else (
+                f"(g_{name} + {level} * {self.row})"
+            )
+            ahead = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))", f"e_{vector} - b_{vector}")
+            ctype = C_TYPES[param.type.dtype]
+            columns.append(Column(name, ctype, start, stride, upper - lower, buffer, ahead))
         return columns
 
     def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
@@ -303,10 +322,17 @@ class _SweepGenerator(_StencilGenerator):
         self._axis, self._vector, self._kept = frame.axis, frame.vector, frame.kept
         self.buffered = self._choose_buffered(frame.axis, frame.vector)
         self.staged = self._choose_staged(frame.axis, frame.vector)
+        self.interleaved = bool(frame.vector) and self._transposed(frame.axis, frame.vector or "")
+        self.chunked, self._readers = frozenset(), {}
         passes = [
             self._pass_steps(frame, phase, forward, phase_keys)
             for phase, (forward, phase_keys) in enumerate(plan.phases)
         ]
+        if self.interleaved:
+            # The steps just written say which fields only the first pass reads; their
+            # buffers hold a chunk, so the steps index them from the chunk's start.
+            self.chunked = frozenset(n for n, phases in self._readers.items() if phases == {0})
+            passes[0] = self._pass_steps(frame, 0, *plan.phases[0])
         buffers = self._buffers(frame)
         name = f"sf_stencil_{self.index}"
         signature = (
@@ -329,7 +355,7 @@ class _SweepGenerator(_StencilGenerator):
         )
         if self.prefetch_next and self.buffered and frame.vector:
             helpers += (PREFETCH_COLUMN_C,)
-        if frame.vector and self._transposed(frame.axis, frame.vector):
+        if self.interleaved:
             helpers += (COLUMNS_IN_C,)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
@@ -358,6 +384,7 @@ class _SweepGenerator(_StencilGenerator):
         carries (kept for later passes), and on the last pass the outputs."""
         plan, numbers, slot, kept = frame.plan, frame.numbers, frame.slot, frame.kept
         last = frame.last
+        self._phase = phase
         storage = PassStorage(plan, phase, numbers, kept, carry_index=slot)
         body = ExpressionEmitter(
             self.read, frame.loop_indent + "        ", scans=storage, index=lambda dim: f"x_{dim}"
@@ -379,7 +406,8 @@ class _SweepGenerator(_StencilGenerator):
         buffers = [(f"c{n}_{i}", ctype, str(self.block)) for n, i, ctype, _ in carries]
         for field, (lower, upper) in self.buffered.items():
             ctype = C_TYPES[self.program.param(field).type.dtype]
-            buffers.append((f"g_{field}", ctype, f"{self.row} * (sf_levels + {upper - lower})"))
+            levels = "8" if field in self.chunked else "sf_levels"
+            buffers.append((f"g_{field}", ctype, f"{self.row} * ({levels} + {upper - lower})"))
         buffers += [
             (f"k{n}_{i}", ctype, f"{self.row} * sf_levels")
             for n, i, ctype, _ in carries
@@ -470,7 +498,8 @@ class _SweepGenerator(_StencilGenerator):
                 f"{loop_indent}const int64_t e_{vector} = b_{vector} + {self.block} < hi_{vector} "
                 f"? b_{vector} + {self.block} : hi_{vector};"
             )
-            lines += self._copy_in(axis, vector, loop_indent)
+            if not self.interleaved:
+                lines += self._copy_in(axis, vector, loop_indent)
         for phase, (forward, body_lines, stores) in enumerate(passes):
             lines += self._pass(
                 frame.plan, phase, frame.numbers, forward, body_lines, stores, axis, vector,
@@ -498,7 +527,7 @@ class _SweepGenerator(_StencilGenerator):
     ) -> list[str]:
         """One pass over the block: its carries set to their initial values, then its steps
         along the axis."""
-        inner = indent + "    "
+        outer, inner = indent, indent + "    "
         count = f"e_{vector} - b_{vector}" if vector else "1"
         lines = [f"{indent}for (int64_t v = 0; v < {count}; ++v) {{"]
         for key in plan.phases[phase][1]:
@@ -507,13 +536,18 @@ class _SweepGenerator(_StencilGenerator):
                 init = _init_text(key[0].init[i])
                 lines.append(f"{indent}    c{numbers[key]}_{i}[v] = ({ctype}){init};")
         lines.append(f"{indent}}}")
+        steps = (f"lo_{axis}", f"hi_{axis}")
+        if vector and phase == 0 and self.interleaved:
+            lines += self._chunks(forward, axis, vector, indent)
+            indent, inner = inner, inner + "    "
+            steps = (f"lo_{axis} + sf_t", f"lo_{axis} + sf_t + sf_n")
         if forward:
             lines.append(
-                f"{indent}for (int64_t x_{axis} = lo_{axis}; x_{axis} < hi_{axis}; ++x_{axis}) {{"
+                f"{indent}for (int64_t x_{axis} = {steps[0]}; x_{axis} < {steps[1]}; ++x_{axis}) {{"
             )
         else:
             lines.append(
-                f"{indent}for (int64_t x_{axis} = hi_{axis} - 1; x_{axis} >= lo_{axis}; "
+                f"{indent}for (int64_t x_{axis} = {steps[1]} - 1; x_{axis} >= {steps[0]}; "
                 f"--x_{axis}) {{"
             )
         if vector and phase == 0 and self.prefetch_next:
@@ -527,11 +561,33 @@ class _SweepGenerator(_StencilGenerator):
             )
         else:
             lines.append(f"{inner}{{")
-        lines += body_lines
+        lines += [f"    {line}" for line in body_lines] if indent != outer else body_lines
         lines += [f"{inner}    {store}" for store in stores]
         lines.append(f"{inner}}}")
         lines.append(f"{indent}}}")
+        if indent != outer:
+            lines.append(f"{outer}}}")
         return lines
+
+    def _chunks(self, forward: bool, axis: str, vector: str, indent: str) -> list[str]:
+        """The loop over the first pass's chunks of eight levels (the last may have fewer),
+        in the pass's direction, each chunk's columns copied in before its steps. The next
+        block's columns are asked for ahead only on domains large enough for threads: smaller
+        ones are in the caches, where the prefetches would only cost (12 % of tridiagonal's
+        16x16x8)."""
+        inner = indent + "    "
+        order = "sf_c" if forward else "sf_chunks - 1 - sf_c"
+        return [
+            f"{indent}const int64_t sf_chunks = ((int64_t)sf_levels + 7) / 8;",
+            f"{indent}const int sf_ahead = {self._points()} >= {self.parallel_min_points};",
+            f"{indent}for (int64_t sf_c = 0; sf_c < sf_chunks; ++sf_c) {{",
+            f"{inner}const int64_t sf_t = 8 * ({order});",
+            f"{inner}const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? "
+            "(int64_t)sf_levels - sf_t : 8;",
+            *copy_in_chunk(
+                self._columns(axis, vector, "sf_t"), f"e_{vector} - b_{vector}", self.row, inner
+            ),
+        ]
 
 
 def _init_text(value: bool | int | float) -> str:
