@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends
-from backends.c.sweep_columns import COLUMNS_IN_C
+from backends.c.sweep_columns import COLUMNS_IN_C, ahead_share
 from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
 from pipeline.dsl import Dimension, Field, field_operator, float32, float64, program, scan_operator
@@ -209,3 +209,31 @@ def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: P
         pytest.skip("the compiler does not target AVX-512 here (or is gcc < 12): no transposes")
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "0"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    count=st.integers(1, 80),
+    weights=st.tuples(st.integers(1, 8), st.integers(0, 3), st.integers(0, 3)),
+    units=st.tuples(st.integers(1, 700), st.integers(1, 200), st.integers(1, 160)),
+    widths=st.lists(st.sampled_from((1, 8)), min_size=1, max_size=5),
+)
+def test_the_next_blocks_columns_are_shared_out_once_each_and_end_to_end(
+    count: int, weights: tuple[int, int, int], units: tuple[int, int, int], widths: list[int]
+) -> None:
+    # The C text of each share, evaluated (every term is non-negative, so C's division is
+    # Python's //): piece after piece, part after part, the shares must meet end to end and
+    # cover the next block's columns exactly, however the pieces of a part are cut.
+    asked = []
+    for part, total in enumerate(units):
+        if weights[part] == 0:
+            continue
+        done, cut = 0, 0
+        while done < total:
+            width = min(widths[cut % len(widths)], total - done)
+            first, last = ahead_share(weights, part, "n", "d", width, str(total))
+            scope = {"n": count, "d": done}
+            asked.append((eval(first.replace("/", "//"), scope), eval(last.replace("/", "//"), scope)))
+            done, cut = done + width, cut + 1
+    assert asked[0][0] == 0 and asked[-1][1] == count
+    assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(asked, asked[1:]))

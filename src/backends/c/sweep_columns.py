@@ -25,11 +25,19 @@ The helper is written with ``__builtin_shufflevector`` (clang, gcc 12 and later)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
-__all__ = ["COLUMNS_IN_C", "Column", "copy_in", "copy_in_chunk", "transposable"]
+__all__ = [
+    "COLUMNS_IN_C",
+    "Column",
+    "ahead_share",
+    "copy_in",
+    "copy_in_chunk",
+    "prefetch_share",
+    "transposable",
+]
 
 #: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512.
 COLUMNS_IN_C = r"""
@@ -125,49 +133,73 @@ def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> lis
     return [*lines, f"{indent}}}"]
 
 
-def copy_in_chunk(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
+def copy_in_chunk(
+    columns: Sequence[Column],
+    count: str,
+    row: int,
+    indent: str,
+    *,
+    share: Callable[[str, int], tuple[str, str]],
+) -> list[str]:
     """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
     reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
     where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
-    ``SF_COLUMNS_8``, the columns left over one at a time.
-
-    Each column copied also asks for its share of the columns after the block's into L2
-    (``sf_prefetch_columns``): the block's chunks share them out, so that the next block's
-    reads are spread over this block's first pass instead of waiting for memory at its start
-    (where ``sf_ahead``).
-    """
+    ``SF_COLUMNS_8``, the columns left over one at a time. Each column copied asks for its
+    ``share`` of the columns after the block's (``prefetch_share``): ``share(done, width)``,
+    the first and last column (C) for ``width`` columns copied after ``done`` (C) of the
+    block's ``count * sf_chunks``."""
     if not columns:
         return []
+    done = f"sf_c * ({count}) + v"
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]
     lines.append(f"{indent}    for (; v + 8 <= {count}; v += 8) {{")
-    lines += _prefetch_share(columns, count, 8, indent + "        ")
+    lines += prefetch_share(columns, *share(done, 8), indent + "        ")
     lines += [
         f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
         f"{c.stride}, sf_n + {c.extra});"
         for c in columns
     ]
     lines += [f"{indent}    }}", "#endif", f"{indent}    for (; v < {count}; ++v) {{"]
-    lines += _prefetch_share(columns, count, 1, indent + "        ")
+    lines += prefetch_share(columns, *share(done, 1), indent + "        ")
     lines += _columns_one_by_one(columns, row, "sf_n", indent + "        ")
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 
 
-def _prefetch_share(columns: Sequence[Column], count: str, width: int, indent: str) -> list[str]:
-    """The share of the next block's columns for ``width`` columns from ``v`` of chunk
-    ``sf_c``: the ``count * sf_chunks`` columns copied in a block each take ``1 / sf_chunks``
-    of a column ahead, so the shares are whole columns, each once."""
-    done = f"sf_c * ({count}) + v"
+def prefetch_share(columns: Sequence[Column], first: str, last: str, indent: str) -> list[str]:
+    """Columns ``[first, last)`` (C) after the block's, of every field in ``columns``, asked
+    for into L2 (``sf_prefetch_columns``) where ``sf_ahead``: a share of the next block's
+    columns, so that its reads are spread over this block's work instead of waiting for
+    memory at its start."""
     lines = [
-        f"{indent}const int64_t pf_first = ({done}) / sf_chunks, "
-        f"pf_last = sf_ahead ? ({done} + {width}) / sf_chunks : pf_first;"
+        f"{indent}if (sf_ahead) {{",
+        f"{indent}    const int64_t pf_first = {first}, pf_last = {last};",
     ]
     lines += [
-        f"{indent}sf_prefetch_columns((uintptr_t)(p_{c.name} + {c.ahead}), {c.stride} * "
+        f"{indent}    sf_prefetch_columns((uintptr_t)(p_{c.name} + {c.ahead}), {c.stride} * "
         f"(int64_t)sizeof({c.ctype}), ((int64_t)sf_levels + {c.extra}) * "
         f"(int64_t)sizeof({c.ctype}), pf_first, pf_last);"
         for c in columns
     ]
-    return lines
+    return [*lines, f"{indent}}}"]
+
+
+def ahead_share(
+    weights: Sequence[int], part: int, count: str, done: str, width: int, units: str
+) -> tuple[str, str]:
+    """The first and last (C) of the ``count`` (C) columns after the block's that ``width``
+    pieces of ``part`` of the block's work ask for, after ``done`` (C) of that part's
+    ``units`` (C) pieces: the parts take the columns in turn, each its ``weights`` share,
+    spread evenly over its pieces. Whole columns, each asked for once: the shares of one
+    part's pieces meet end to end, and where one part's end the next one's begin."""
+    before, total = sum(weights[:part]), sum(weights)
+
+    def column(pieces: str) -> str:
+        return (
+            f"({count}) * ({before} * ({units}) + ({pieces}) * {weights[part]}) / "
+            f"({total} * ({units}))"
+        )
+
+    return column(done), column(f"{done} + {width}")
 
 
 def _columns_one_by_one(columns: Sequence[Column], row: int, levels: str, indent: str) -> list[str]:

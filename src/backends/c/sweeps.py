@@ -41,7 +41,15 @@ from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
-from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in, copy_in_chunk, transposable
+from backends.c.sweep_columns import (
+    COLUMNS_IN_C,
+    Column,
+    ahead_share,
+    copy_in,
+    copy_in_chunk,
+    prefetch_share,
+    transposable,
+)
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
@@ -86,6 +94,12 @@ class _Frame:
         return "            " + "    " * (len(self.parallel) + (1 if self.vector else 0))
 
 
+#: Where the copy-in is interleaved, the next block's columns are asked for ahead, shared out
+#: among the first pass's copy-in, the later passes' steps and the copy-out in these
+#: proportions: the block's time in each (tridiagonal on 256x256x64, in cache: 73, 13 and 14 %;
+#: docs/notes/2026-12-05-scans-chunks-and-the-next-block.md).
+AHEAD_WEIGHTS = (6, 1, 1)
+
 #: With ``prefetch_next``: a column's bytes from ``start``, asked for into L2 a line at a time.
 PREFETCH_COLUMN_C = r"""
 static inline void sf_prefetch_column(uintptr_t start, int64_t bytes) {
@@ -117,6 +131,7 @@ class _SweepGenerator(_StencilGenerator):
     # The pass whose steps are being written, and the passes each buffered field is read in.
     _phase = 0
     _readers: dict[str, set[int]] = {}  # noqa: RUF012
+    _later_passes = False
     _axis = ""
     _vector: str | None = None
     _kept = "0"
@@ -222,7 +237,8 @@ class _SweepGenerator(_StencilGenerator):
     def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
         """Every level of the block's columns of every buffered field, copied in before the
         passes (where the copy-in is not interleaved with the first pass)."""
-        return copy_in(self._columns(axis, vector, "0"), f"e_{vector} - b_{vector}", self.row, indent)
+        columns = self._columns(axis, vector, "0")
+        return copy_in(columns, f"e_{vector} - b_{vector}", self.row, indent)
 
     def _transposed(self, axis: str, vector: str) -> bool:
         """Whether the copy-in goes eight columns at a time (``sweep_columns``), a chunk of
@@ -238,13 +254,14 @@ class _SweepGenerator(_StencilGenerator):
         for name, (lower, upper) in self.buffered.items():
             param = self.program.param(name)
             assert isinstance(param.type, FieldType)
-            first = f"(lo_{axis} + ({lower}))" if level == "0" else f"(lo_{axis} + ({lower}) + {level})"
+            bottom = f"lo_{axis} + ({lower})"
+            first = f"({bottom})" if level == "0" else f"({bottom} + {level})"
             start = self._column(name, axis, vector, first)
             stride = f"s_{name}_{param.type.dim_names.index(vector)}"
             buffer = f"g_{name}" if name in self.chunked or level == "0" else (
                 f"(g_{name} + {level} * {self.row})"
             )
-            ahead = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))", f"e_{vector} - b_{vector}")
+            ahead = self._column(name, axis, vector, f"({bottom})", f"e_{vector} - b_{vector}")
             ctype = C_TYPES[param.type.dtype]
             columns.append(Column(name, ctype, start, stride, upper - lower, buffer, ahead))
         return columns
@@ -273,16 +290,21 @@ class _SweepGenerator(_StencilGenerator):
         return [*lines, f"{indent}    }}", f"{indent}}}"]
 
     def _copy_out(self, axis: str, vector: str, indent: str) -> list[str]:
-        """The staged outputs' block buffers, out to their columns."""
+        """The staged outputs' block buffers, out to their columns (where the copy-in is
+        interleaved, each column asking for its share of the next block's ``[pf_m, pf_n)``)."""
         lines = []
-        for target in self.stencil.outputs:
-            name = target.name
-            if name not in self.staged:
-                continue
+        staged = [t.name for t in self.stencil.outputs if t.name in self.staged]
+        for number, name in enumerate(staged):
             dtype = self.program.param(name).type.dtype
             ctype = C_TYPES[dtype]
+            lines.append(f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{")
+            if self.interleaved:
+                units = f"{len(staged)} * (e_{vector} - b_{vector})"
+                done = f"{number} * (e_{vector} - b_{vector}) + v"
+                share = self._ahead(vector, 2, done, 1, units)
+                columns = self._columns(axis, vector, "0")
+                lines += prefetch_share(columns, *share, indent + "    ")
             lines += [
-                f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{",
                 f"{indent}    {ctype}* restrict dst = "
                 f"p_{name} + {self._column(name, axis, vector, f'lo_{axis}')};",
                 f"{indent}    const {ctype}* restrict src = o_{name} + v;",
@@ -323,6 +345,7 @@ class _SweepGenerator(_StencilGenerator):
         self.buffered = self._choose_buffered(frame.axis, frame.vector)
         self.staged = self._choose_staged(frame.axis, frame.vector)
         self.interleaved = bool(frame.vector) and self._transposed(frame.axis, frame.vector or "")
+        self._later_passes = len(plan.phases) > 1
         self.chunked, self._readers = frozenset(), {}
         passes = [
             self._pass_steps(frame, phase, forward, phase_keys)
@@ -538,7 +561,7 @@ class _SweepGenerator(_StencilGenerator):
         lines.append(f"{indent}}}")
         steps = (f"lo_{axis}", f"hi_{axis}")
         if vector and phase == 0 and self.interleaved:
-            lines += self._chunks(forward, axis, vector, indent)
+            lines += self._chunks(plan, forward, axis, vector, indent)
             indent, inner = inner, inner + "    "
             steps = (f"lo_{axis} + sf_t", f"lo_{axis} + sf_t + sf_n")
         if forward:
@@ -553,6 +576,12 @@ class _SweepGenerator(_StencilGenerator):
         if vector and phase == 0 and self.prefetch_next:
             step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
             lines += self._prefetch_next(axis, vector, step, inner)
+        if vector and phase > 0 and self.interleaved:
+            step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
+            done = f"{phase - 1} * (int64_t)sf_levels + {step}"
+            units = f"{len(plan.phases) - 1} * (int64_t)sf_levels"
+            share = self._ahead(vector, 1, done, 1, units)
+            lines += prefetch_share(self._columns(axis, vector, "0"), *share, inner)
         if vector:
             lines.append(f"{inner}#pragma omp simd")
             lines.append(
@@ -569,14 +598,16 @@ class _SweepGenerator(_StencilGenerator):
             lines.append(f"{outer}}}")
         return lines
 
-    def _chunks(self, forward: bool, axis: str, vector: str, indent: str) -> list[str]:
+    def _chunks(
+        self, plan: SweepPlan, forward: bool, axis: str, vector: str, indent: str
+    ) -> list[str]:
         """The loop over the first pass's chunks of eight levels (the last may have fewer),
-        in the pass's direction, each chunk's columns copied in before its steps. The next
-        block's columns are asked for ahead only on domains large enough for threads: smaller
-        ones are in the caches, where the prefetches would only cost (12 % of tridiagonal's
-        16x16x8)."""
+        in the pass's direction, each chunk's columns copied in before its steps (and asking
+        for their share of the next block's columns: ``_ahead``)."""
         inner = indent + "    "
         order = "sf_c" if forward else "sf_chunks - 1 - sf_c"
+        count = f"e_{vector} - b_{vector}"
+        chunks = f"({count}) * sf_chunks"
         return [
             f"{indent}const int64_t sf_chunks = ((int64_t)sf_levels + 7) / 8;",
             f"{indent}const int sf_ahead = {self._points()} >= {self.parallel_min_points};",
@@ -585,9 +616,21 @@ class _SweepGenerator(_StencilGenerator):
             f"{inner}const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? "
             "(int64_t)sf_levels - sf_t : 8;",
             *copy_in_chunk(
-                self._columns(axis, vector, "sf_t"), f"e_{vector} - b_{vector}", self.row, inner
+                self._columns(axis, vector, "sf_t"), count, self.row, inner,
+                share=lambda done, width: self._ahead(vector, 0, done, width, chunks),
             ),
         ]
+
+    def _ahead(self, vector: str, part: int, done: str, width: int, units: str) -> tuple[str, str]:
+        """``ahead_share`` of ``part`` of this block's work (the first pass's copy-in, the
+        later passes' steps, the copy-out), those of its parts that the stencil has weighed
+        by ``AHEAD_WEIGHTS``."""
+        weights = (
+            AHEAD_WEIGHTS[0],
+            AHEAD_WEIGHTS[1] * self._later_passes,
+            AHEAD_WEIGHTS[2] * bool(self.staged),
+        )
+        return ahead_share(weights, part, f"e_{vector} - b_{vector}", done, width, units)
 
 
 def _init_text(value: bool | int | float) -> str:
