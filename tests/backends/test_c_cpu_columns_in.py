@@ -237,3 +237,13 @@ def test_the_next_blocks_columns_are_shared_out_once_each_and_end_to_end(
             done, cut = done + width, cut + 1
     assert asked[0][0] == 0 and asked[-1][1] == count
     assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(asked, asked[1:]))
+
+
+def test_the_block_asks_ahead_for_every_column_the_next_block_reads_from_memory() -> None:
+    # The buffered fields' columns, and wcon's, read in place at I and I + 1; not out's,
+    # which the scan only writes.
+    fields = [np.ones((4, 18, 10)) for _ in range(6)]
+    source = _source(vertical_advection, *fields[:5], 3.0, fields[5])
+    for start in ("p_u_stage + x_I *", "p_u_pos + x_I *", "p_wcon + x_I *", "p_wcon + (x_I + (1)) *"):
+        assert f"sf_prefetch_columns((uintptr_t)({start}" in source
+    assert "sf_prefetch_columns((uintptr_t)(p_out" not in source

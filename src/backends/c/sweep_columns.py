@@ -31,6 +31,7 @@ import attrs
 
 __all__ = [
     "COLUMNS_IN_C",
+    "Ahead",
     "Column",
     "ahead_share",
     "copy_in",
@@ -110,7 +111,6 @@ class Column:
         stride: the C name of the field's stride from one column to the next.
         extra: levels copied beyond the domain's (``sf_levels``): the reach along the axis.
         buffer: where the first point copied goes (C): column ``v`` of that row.
-        ahead: the offset of the first point of the column after the block's last (C).
     """
 
     name: str
@@ -119,7 +119,26 @@ class Column:
     stride: str
     extra: int
     buffer: str
-    ahead: str = "0"
+
+
+@attrs.frozen
+class Ahead:
+    """Columns after the block's that the next block reads from memory, as this block asks
+    for them into L2 (``prefetch_share``).
+
+    Attributes:
+        name: the field (its pointer is ``p_<name>``).
+        ctype: its C element type.
+        start: the offset of the first point of the first column after the block's (C).
+        stride: the C name of the field's stride from one column to the next.
+        extra: levels read beyond the domain's (``sf_levels``): the reach along the axis.
+    """
+
+    name: str
+    ctype: str
+    start: str
+    stride: str
+    extra: int
 
 
 def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
@@ -139,46 +158,47 @@ def copy_in_chunk(
     row: int,
     indent: str,
     *,
+    ahead: Sequence[Ahead],
     share: Callable[[str, int], tuple[str, str]],
 ) -> list[str]:
     """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
     reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
     where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
     ``SF_COLUMNS_8``, the columns left over one at a time. Each column copied asks for its
-    ``share`` of the columns after the block's (``prefetch_share``): ``share(done, width)``,
-    the first and last column (C) for ``width`` columns copied after ``done`` (C) of the
-    block's ``count * sf_chunks``."""
+    ``share`` of the columns after the block's of ``ahead`` (``prefetch_share``):
+    ``share(done, width)``, the first and last column (C) for ``width`` columns copied after
+    ``done`` (C) of the block's ``count * sf_chunks``."""
     if not columns:
         return []
     done = f"sf_c * ({count}) + v"
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]
     lines.append(f"{indent}    for (; v + 8 <= {count}; v += 8) {{")
-    lines += prefetch_share(columns, *share(done, 8), indent + "        ")
+    lines += prefetch_share(ahead, *share(done, 8), indent + "        ")
     lines += [
         f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
         f"{c.stride}, sf_n + {c.extra});"
         for c in columns
     ]
     lines += [f"{indent}    }}", "#endif", f"{indent}    for (; v < {count}; ++v) {{"]
-    lines += prefetch_share(columns, *share(done, 1), indent + "        ")
+    lines += prefetch_share(ahead, *share(done, 1), indent + "        ")
     lines += _columns_one_by_one(columns, row, "sf_n", indent + "        ")
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 
 
-def prefetch_share(columns: Sequence[Column], first: str, last: str, indent: str) -> list[str]:
-    """Columns ``[first, last)`` (C) after the block's, of every field in ``columns``, asked
-    for into L2 (``sf_prefetch_columns``) where ``sf_ahead``: a share of the next block's
-    columns, so that its reads are spread over this block's work instead of waiting for
-    memory at its start."""
+def prefetch_share(ahead: Sequence[Ahead], first: str, last: str, indent: str) -> list[str]:
+    """Columns ``[first, last)`` (C) of each of ``ahead`` asked for into L2
+    (``sf_prefetch_columns``) where ``sf_ahead``: a share of the next block's columns, so that
+    its reads are spread over this block's work instead of waiting for memory at its
+    start."""
     lines = [
         f"{indent}if (sf_ahead) {{",
         f"{indent}    const int64_t pf_first = {first}, pf_last = {last};",
     ]
     lines += [
-        f"{indent}    sf_prefetch_columns((uintptr_t)(p_{c.name} + {c.ahead}), {c.stride} * "
-        f"(int64_t)sizeof({c.ctype}), ((int64_t)sf_levels + {c.extra}) * "
-        f"(int64_t)sizeof({c.ctype}), pf_first, pf_last);"
-        for c in columns
+        f"{indent}    sf_prefetch_columns((uintptr_t)(p_{a.name} + {a.start}), {a.stride} * "
+        f"(int64_t)sizeof({a.ctype}), ((int64_t)sf_levels + {a.extra}) * "
+        f"(int64_t)sizeof({a.ctype}), pf_first, pf_last);"
+        for a in ahead
     ]
     return [*lines, f"{indent}}}"]
 

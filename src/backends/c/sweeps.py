@@ -31,6 +31,7 @@ block (``scratch.SCRATCH_C``). ADR 0014 records the measurements behind the layo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -43,6 +44,7 @@ from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
 from backends.c.sweep_columns import (
     COLUMNS_IN_C,
+    Ahead,
     Column,
     ahead_share,
     copy_in,
@@ -219,9 +221,17 @@ class _SweepGenerator(_StencilGenerator):
             stores.append(f"o_{target.name}[{self._kept}] = {value};")
         return stores
 
-    def _column(self, name: str, axis: str, vector: str, start: str, column: str = "v") -> str:
+    def _column(
+        self,
+        name: str,
+        axis: str,
+        vector: str,
+        start: str,
+        column: str = "v",
+        shifts: Mapping[str, int] | None = None,
+    ) -> str:
         """The offset of column ``b_<vector> + column`` of field ``name`` at ``start`` along
-        the axis (the other dimensions at the block's point)."""
+        the axis (the other dimensions at the block's point, shifted by ``shifts``)."""
         param = self.program.param(name)
         assert isinstance(param.type, FieldType)
         terms = []
@@ -230,6 +240,8 @@ class _SweepGenerator(_StencilGenerator):
                 terms.append(start)
             elif dim == vector:
                 terms.append(f"(b_{vector} + {column}) * s_{name}_{position}")
+            elif shifts and shifts.get(dim):
+                terms.append(f"(x_{dim} + ({shifts[dim]})) * s_{name}_{position}")
             else:
                 terms.append(f"x_{dim} * s_{name}_{position}")
         return " + ".join(terms)
@@ -247,6 +259,42 @@ class _SweepGenerator(_StencilGenerator):
         known = self.fixed_inner if self.dims[-1] == axis else None
         return (known is None or known >= 8) and transposable(self._columns(axis, vector, "0"))
 
+    def _ahead_columns(self, axis: str, vector: str) -> list[Ahead]:
+        """What the next block reads from memory: the buffered fields' columns, and those of
+        the fields read in place along the axis, a column per row of their reach across the
+        other dimensions (the vertical advection's ``wcon`` at ``I`` and ``I + 1``)."""
+        written = {target.name for target in self.stencil.outputs}
+        after = f"e_{vector} - b_{vector}"
+        columns = []
+        for extent in self.stencil.extents:
+            name = extent.name
+            param = self.program.param(name)
+            assert isinstance(param.type, FieldType)
+            dims = param.type.dim_names
+            reach = {d.dim: (d.lower, d.upper) for d in extent.dims}
+            lower, upper = reach.get(axis, (0, 0))
+            stride = f"s_{name}_{dims.index(vector)}" if vector in dims else ""
+            ctype = C_TYPES[param.type.dtype]
+            if name in self.buffered:
+                start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))", after)
+                columns.append(Ahead(name, ctype, start, stride, upper - lower))
+                continue
+            if (
+                name in written
+                or dims[-1] != axis
+                or vector not in dims
+                or not self.unit_stride.get(name)
+                or reach.get(vector, (0, 0)) != (0, 0)
+            ):
+                continue
+            outer = [d for d in dims if d not in (axis, vector)]
+            spans = [range(reach.get(d, (0, 0))[0], reach.get(d, (0, 0))[1] + 1) for d in outer]
+            for shift in itertools.product(*spans):
+                shifts = dict(zip(outer, shift, strict=True))
+                start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))", after, shifts)
+                columns.append(Ahead(name, ctype, start, stride, upper - lower))
+        return columns
+
     def _columns(self, axis: str, vector: str, level: str) -> list[Column]:
         """The buffered fields' columns from ``level`` (C) on, relative to their reach's lower
         end; a chunked field's chunk starts its buffer, another field's goes to its row."""
@@ -261,9 +309,8 @@ class _SweepGenerator(_StencilGenerator):
             buffer = f"g_{name}" if name in self.chunked or level == "0" else (
                 f"(g_{name} + {level} * {self.row})"
             )
-            ahead = self._column(name, axis, vector, f"({bottom})", f"e_{vector} - b_{vector}")
             ctype = C_TYPES[param.type.dtype]
-            columns.append(Column(name, ctype, start, stride, upper - lower, buffer, ahead))
+            columns.append(Column(name, ctype, start, stride, upper - lower, buffer))
         return columns
 
     def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
@@ -302,7 +349,7 @@ class _SweepGenerator(_StencilGenerator):
                 units = f"{len(staged)} * (e_{vector} - b_{vector})"
                 done = f"{number} * (e_{vector} - b_{vector}) + v"
                 share = self._ahead(vector, 2, done, 1, units)
-                columns = self._columns(axis, vector, "0")
+                columns = self._ahead_columns(axis, vector)
                 lines += prefetch_share(columns, *share, indent + "    ")
             lines += [
                 f"{indent}    {ctype}* restrict dst = "
@@ -581,7 +628,7 @@ class _SweepGenerator(_StencilGenerator):
             done = f"{phase - 1} * (int64_t)sf_levels + {step}"
             units = f"{len(plan.phases) - 1} * (int64_t)sf_levels"
             share = self._ahead(vector, 1, done, 1, units)
-            lines += prefetch_share(self._columns(axis, vector, "0"), *share, inner)
+            lines += prefetch_share(self._ahead_columns(axis, vector), *share, inner)
         if vector:
             lines.append(f"{inner}#pragma omp simd")
             lines.append(
@@ -617,6 +664,7 @@ class _SweepGenerator(_StencilGenerator):
             "(int64_t)sf_levels - sf_t : 8;",
             *copy_in_chunk(
                 self._columns(axis, vector, "sf_t"), count, self.row, inner,
+                ahead=self._ahead_columns(axis, vector),
                 share=lambda done, width: self._ahead(vector, 0, done, width, chunks),
             ),
         ]
