@@ -1,25 +1,28 @@
-"""How a scan sweep's block copies its fields' columns in (``backends.c.sweeps``).
+"""How a scan sweep's block copies its fields' columns in (``backends.c.sweeps``), and asks
+for the next block's columns ahead.
 
 Each buffered field's column ``v`` of the block, contiguous along the axis, becomes column
 ``v`` of a buffer whose rows are the axis's levels (``g_<name>[k * row + v]``), so that the
-sweep's vector loop loads a row a vector at a time. Column by column, that is one scalar store
-per point, each into another row. Where the compiler targets AVX-512, every buffered field is
-float64 and the domain has at least eight levels, eight columns at a time go through 8x8
-register transposes instead (``sf_columns_in_f64``): eight loads and eight stores of a vector
-per 64 points. A tile's eight loads read one line of each of eight columns, an order the
-hardware prefetcher does not follow, so the tiles also ask for the next eight columns' lines
-into L2, in address order, a share per tile; the columns left over (fewer than eight) keep
-the scalar loop.
+sweep's vector loop loads a row a vector at a time. Where every buffered field is float64 and
+the domain may have eight levels or more, the copy-in goes a chunk of eight levels at a time,
+before the first pass's steps over them (``copy_in_chunk``), eight columns at a time through
+8x8 register transposes where the compiler targets AVX-512 (``sf_columns_in_f64``: eight
+loads and eight stores of a vector per 64 points), the columns left over one at a time; a
+field only the first pass reads keeps one chunk in its buffer, in L1. Elsewhere, every level
+of a column is copied before the passes, a scalar store per point (``copy_in``).
 
-Measured on the 2-core Zen 4 through the harness: the tridiagonal solve 6.3-6.7 ms against
-8.1 on 256x256x64 and 5.5 us against 6.5 on 16x16x8, the vertical advection 5-10 % faster on
-256x256x64; without the prefetch, 25 % slower from memory. The helper is inlined (the
-tridiagonal's small row gains 14 % instead of 6 %), so a domain known to have fewer than eight
-levels (c_cpu builds per inner extent) gets no code for the transposes: unused in its
-function, it cost the vertical advection's 16x16x8 (six levels) 4 %
-(docs/notes/2026-12-05-scans-where-the-time-goes.md).
+The chunks' loads read a line of each of eight columns, an order the hardware prefetcher does
+not follow, and a block's first reads would wait for memory while the memory idles during the
+block's arithmetic. So every piece of the block's work (a column copied in, a step of a later
+pass, a column copied out) asks for a share of the columns the next block reads into L2
+(``ahead_share``, ``prefetch_share``, ``sf_prefetch_columns``): tridiagonal's 256x256x64 runs
+in 5.9-6.2 ms against 7.2-7.5 with the whole-block copy-in, 8.2 ms with the chunks but without
+the prefetches (docs/notes/2026-12-05-scans-chunks-and-the-next-block.md).
 
-The helper is written with ``__builtin_shufflevector`` (clang, gcc 12 and later) rather than
+The transposes are inlined, so a domain known to have fewer than eight levels (c_cpu builds
+per inner extent) gets no code for them: unused in its function, they cost the vertical
+advection's 16x16x8 (six levels) 4 % (docs/notes/2026-12-05-scans-where-the-time-goes.md).
+They are written with ``__builtin_shufflevector`` (clang, gcc 12 and later) rather than
 ``<immintrin.h>``, whose parse costs every cold build about 0.15 s.
 """
 
@@ -40,7 +43,8 @@ __all__ = [
     "transposable",
 ]
 
-#: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512.
+#: ``SF_COLUMNS_8`` and ``sf_columns_in_f64`` where the compiler targets AVX-512, and
+#: ``sf_prefetch_columns`` on every compiler.
 COLUMNS_IN_C = r"""
 #if defined(__AVX512F__) && defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 12)
 #define SF_COLUMNS_8 1
@@ -110,7 +114,8 @@ class Column:
         start: the offset of column ``b + v``'s first point copied (C, in ``v``).
         stride: the C name of the field's stride from one column to the next.
         extra: levels copied beyond the domain's (``sf_levels``): the reach along the axis.
-        buffer: where the first point copied goes (C): column ``v`` of that row.
+        buffer: the buffer row the first point copied goes to (C); column ``v`` of the block
+            goes to its column ``v``.
     """
 
     name: str
@@ -195,7 +200,8 @@ def prefetch_share(ahead: Sequence[Ahead], first: str, last: str, indent: str) -
         f"{indent}    const int64_t pf_first = {first}, pf_last = {last};",
     ]
     lines += [
-        f"{indent}    sf_prefetch_columns((uintptr_t)(p_{a.name} + {a.start}), {a.stride} * "
+        f"{indent}    sf_prefetch_columns((uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * "
+        f"sizeof({a.ctype}), {a.stride} * "
         f"(int64_t)sizeof({a.ctype}), ((int64_t)sf_levels + {a.extra}) * "
         f"(int64_t)sizeof({a.ctype}), pf_first, pf_last);"
         for a in ahead

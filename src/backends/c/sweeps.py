@@ -6,18 +6,21 @@ OpenMP threads, and the innermost other dimension is cut into blocks whose point
 vector loop inside each step, with the carry of each point in a per-thread array::
 
     for x_P, block of x_V (parallel):           # the other dimensions
-        for v in the block: copy column v of each field read only along the axis
-            into g[axis][v]                       (eight at a time where the compiler
-                                                   allows: backends.c.sweep_columns)
         for each pass (backends.loops.plan_sweeps), in its direction along the axis:
             carry[v] = init                       # for every v of the block
-            for x_K (sequential):
-                for x_V in the block (omp simd):
-                    point values -> new carry; kept[x_K][v] = new carry, for later passes
-                    (last pass) outputs, into o[x_K][v] where the output is contiguous
-                    along the axis
+            for each chunk of eight levels (first pass; one chunk of all levels after):
+                (first pass) copy those levels of column v of each field read only along
+                    the axis into g[axis][v]      (backends.c.sweep_columns; each column
+                                                   copied asks for a share of the next
+                                                   block's columns into L2)
+                for x_K in the chunk (sequential; a later pass's steps ask for theirs):
+                    for x_V in the block (omp simd):
+                        point values -> new carry; kept[x_K][v] = new carry, for later
+                        passes; (last pass) outputs, into o[x_K][v] where the output is
+                        contiguous along the axis
         for v in the block: copy o[.][v] out to the output's column (streaming stores
-            when the output is larger than half the last-level cache)
+            when the output is larger than half the last-level cache; each column asks
+            for its share of the next block's)
 
 A field operator solving a tridiagonal system (a forward sweep, then a backward one that
 reads it) is one stencil: the forward results stay in the block's buffers, in cache, and
@@ -26,7 +29,10 @@ step (no temporaries: a sweep has no tiles to fill them over). A stencil whose o
 only the axis runs one column, on one thread.
 
 The block's buffers are rows of ``block + ROW_PAD`` points, cut from the thread's scratch
-block (``scratch.SCRATCH_C``). ADR 0014 records the measurements behind the layout.
+block (``scratch.SCRATCH_C``); a field only the first pass reads needs one chunk's rows. Where
+the fields' columns cannot go through the transposes (not all float64, or fewer than eight
+levels known at compile time), every level is copied in before the passes, with no chunks
+and nothing asked for ahead. ADR 0014 records the measurements behind the layout.
 """
 
 from __future__ import annotations
@@ -125,15 +131,18 @@ class _SweepGenerator(_StencilGenerator):
     # out column by column after it. Set by generate().
     staged: frozenset[str] = frozenset()
     # Whether the copy-in goes eight levels at a time, interleaved with the first pass
-    # (``_transposed``), and the buffered fields only that pass reads, whose buffers then hold
-    # one chunk of levels. Set by generate().
+    # (``_interleaves``); the buffered fields only that pass reads, whose buffers then hold
+    # one chunk of levels; and the shares of the next block's columns asked for ahead by the
+    # copy-in, the later passes and the copy-out (``AHEAD_WEIGHTS``, those of the parts the
+    # stencil has). Set by generate().
     interleaved = False
     chunked: frozenset[str] = frozenset()
+    ahead_weights: tuple[int, int, int] = AHEAD_WEIGHTS
     transpose = True
-    # The pass whose steps are being written, and the passes each buffered field is read in.
+    # While generate() writes the passes' steps: the pass being written, and the passes each
+    # buffered field was read in.
     _phase = 0
     _readers: dict[str, set[int]] = {}  # noqa: RUF012
-    _later_passes = False
     _axis = ""
     _vector: str | None = None
     _kept = "0"
@@ -249,15 +258,18 @@ class _SweepGenerator(_StencilGenerator):
     def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
         """Every level of the block's columns of every buffered field, copied in before the
         passes (where the copy-in is not interleaved with the first pass)."""
-        columns = self._columns(axis, vector, "0")
+        columns = self._columns(axis, vector)
         return copy_in(columns, f"e_{vector} - b_{vector}", self.row, indent)
 
-    def _transposed(self, axis: str, vector: str) -> bool:
-        """Whether the copy-in goes eight columns at a time (``sweep_columns``), a chunk of
-        eight levels before each eight steps of the first pass: transposes need eight levels,
-        so not where fewer are fixed at compile time."""
+    def _interleaves(self, axis: str, vector: str) -> bool:
+        """Whether the copy-in goes a chunk of eight levels at a time before the first pass's
+        steps over them, eight columns at a time through transposes where the compiler allows
+        (``sweep_columns``): for float64 fields, on domains that may have eight levels. Where
+        fewer are fixed at compile time, the whole columns are copied first: the transposes'
+        code, inlined and unused, would cost the small domain (4 % of the vertical
+        advection's six levels)."""
         known = self.fixed_inner if self.dims[-1] == axis else None
-        return (known is None or known >= 8) and transposable(self._columns(axis, vector, "0"))
+        return (known is None or known >= 8) and transposable(self._columns(axis, vector))
 
     def _ahead_columns(self, axis: str, vector: str) -> list[Ahead]:
         """What the next block reads from memory: the buffered fields' columns, and those of
@@ -295,19 +307,22 @@ class _SweepGenerator(_StencilGenerator):
                 columns.append(Ahead(name, ctype, start, stride, upper - lower))
         return columns
 
-    def _columns(self, axis: str, vector: str, level: str) -> list[Column]:
-        """The buffered fields' columns from ``level`` (C) on, relative to their reach's lower
-        end; a chunked field's chunk starts its buffer, another field's goes to its row."""
+    def _columns(self, axis: str, vector: str, *, chunk: bool = False) -> list[Column]:
+        """The buffered fields' columns from their reach's lower end on, or with ``chunk`` from
+        chunk ``sf_t``'s: a chunked field's chunk starts its buffer, another field's goes to
+        its row of the buffer."""
         columns = []
         for name, (lower, upper) in self.buffered.items():
             param = self.program.param(name)
             assert isinstance(param.type, FieldType)
             bottom = f"lo_{axis} + ({lower})"
-            first = f"({bottom})" if level == "0" else f"({bottom} + {level})"
+            first = f"({bottom} + sf_t)" if chunk else f"({bottom})"
             start = self._column(name, axis, vector, first)
             stride = f"s_{name}_{param.type.dim_names.index(vector)}"
-            buffer = f"g_{name}" if name in self.chunked or level == "0" else (
-                f"(g_{name} + {level} * {self.row})"
+            buffer = (
+                f"(g_{name} + sf_t * {self.row})"
+                if chunk and name not in self.chunked
+                else f"g_{name}"
             )
             ctype = C_TYPES[param.type.dtype]
             columns.append(Column(name, ctype, start, stride, upper - lower, buffer))
@@ -391,18 +406,20 @@ class _SweepGenerator(_StencilGenerator):
         self._axis, self._vector, self._kept = frame.axis, frame.vector, frame.kept
         self.buffered = self._choose_buffered(frame.axis, frame.vector)
         self.staged = self._choose_staged(frame.axis, frame.vector)
-        self.interleaved = bool(frame.vector) and self._transposed(frame.axis, frame.vector or "")
-        self._later_passes = len(plan.phases) > 1
+        vector = frame.vector
+        self.interleaved = vector is not None and self._interleaves(frame.axis, vector)
+        self.ahead_weights = (
+            AHEAD_WEIGHTS[0],
+            AHEAD_WEIGHTS[1] * (len(plan.phases) > 1),
+            AHEAD_WEIGHTS[2] * bool(self.staged),
+        )
         self.chunked, self._readers = frozenset(), {}
-        passes = [
-            self._pass_steps(frame, phase, forward, phase_keys)
-            for phase, (forward, phase_keys) in enumerate(plan.phases)
-        ]
+        passes = self._passes(frame)
         if self.interleaved:
-            # The steps just written say which fields only the first pass reads; their
-            # buffers hold a chunk, so the steps index them from the chunk's start.
+            # Writing the steps told which fields only the first pass reads (``read``): their
+            # buffers hold a chunk, so the steps, written again, index them from its start.
             self.chunked = frozenset(n for n, phases in self._readers.items() if phases == {0})
-            passes[0] = self._pass_steps(frame, 0, *plan.phases[0])
+            passes = self._passes(frame)
         buffers = self._buffers(frame)
         name = f"sf_stencil_{self.index}"
         signature = (
@@ -428,6 +445,13 @@ class _SweepGenerator(_StencilGenerator):
         if self.interleaved:
             helpers += (COLUMNS_IN_C,)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
+
+    def _passes(self, frame: _Frame) -> list[tuple[bool, list[str], list[str]]]:
+        """Each pass's direction, and the body and stores of its step (``_pass_steps``)."""
+        return [
+            self._pass_steps(frame, phase, forward, phase_keys)
+            for phase, (forward, phase_keys) in enumerate(frame.plan.phases)
+        ]
 
     def _frame(self, plan: SweepPlan) -> _Frame:
         """Where the sweep runs: the scan axis, the vector dimension, the parallel ones."""
@@ -607,8 +631,10 @@ class _SweepGenerator(_StencilGenerator):
                 lines.append(f"{indent}    c{numbers[key]}_{i}[v] = ({ctype}){init};")
         lines.append(f"{indent}}}")
         steps = (f"lo_{axis}", f"hi_{axis}")
-        if vector and phase == 0 and self.interleaved:
-            lines += self._chunks(plan, forward, axis, vector, indent)
+        chunked = bool(vector) and phase == 0 and self.interleaved
+        if chunked:
+            assert vector
+            lines += self._chunks(forward, axis, vector, indent)
             indent, inner = inner, inner + "    "
             steps = (f"lo_{axis} + sf_t", f"lo_{axis} + sf_t + sf_n")
         if forward:
@@ -620,7 +646,7 @@ class _SweepGenerator(_StencilGenerator):
                 f"{indent}for (int64_t x_{axis} = {steps[1]} - 1; x_{axis} >= {steps[0]}; "
                 f"--x_{axis}) {{"
             )
-        if vector and phase == 0 and self.prefetch_next:
+        if vector and phase == 0 and self.prefetch_next and not self.interleaved:
             step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
             lines += self._prefetch_next(axis, vector, step, inner)
         if vector and phase > 0 and self.interleaved:
@@ -637,17 +663,15 @@ class _SweepGenerator(_StencilGenerator):
             )
         else:
             lines.append(f"{inner}{{")
-        lines += [f"    {line}" for line in body_lines] if indent != outer else body_lines
+        lines += [f"    {line}" for line in body_lines] if chunked else body_lines
         lines += [f"{inner}    {store}" for store in stores]
         lines.append(f"{inner}}}")
         lines.append(f"{indent}}}")
-        if indent != outer:
+        if chunked:
             lines.append(f"{outer}}}")
         return lines
 
-    def _chunks(
-        self, plan: SweepPlan, forward: bool, axis: str, vector: str, indent: str
-    ) -> list[str]:
+    def _chunks(self, forward: bool, axis: str, vector: str, indent: str) -> list[str]:
         """The loop over the first pass's chunks of eight levels (the last may have fewer),
         in the pass's direction, each chunk's columns copied in before its steps (and asking
         for their share of the next block's columns: ``_ahead``)."""
@@ -663,7 +687,7 @@ class _SweepGenerator(_StencilGenerator):
             f"{inner}const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? "
             "(int64_t)sf_levels - sf_t : 8;",
             *copy_in_chunk(
-                self._columns(axis, vector, "sf_t"), count, self.row, inner,
+                self._columns(axis, vector, chunk=True), count, self.row, inner,
                 ahead=self._ahead_columns(axis, vector),
                 share=lambda done, width: self._ahead(vector, 0, done, width, chunks),
             ),
@@ -671,14 +695,9 @@ class _SweepGenerator(_StencilGenerator):
 
     def _ahead(self, vector: str, part: int, done: str, width: int, units: str) -> tuple[str, str]:
         """``ahead_share`` of ``part`` of this block's work (the first pass's copy-in, the
-        later passes' steps, the copy-out), those of its parts that the stencil has weighed
-        by ``AHEAD_WEIGHTS``."""
-        weights = (
-            AHEAD_WEIGHTS[0],
-            AHEAD_WEIGHTS[1] * self._later_passes,
-            AHEAD_WEIGHTS[2] * bool(self.staged),
-        )
-        return ahead_share(weights, part, f"e_{vector} - b_{vector}", done, width, units)
+        later passes' steps, the copy-out), weighed by ``ahead_weights``."""
+        count = f"e_{vector} - b_{vector}"
+        return ahead_share(self.ahead_weights, part, count, done, width, units)
 
 
 def _init_text(value: bool | int | float) -> str:
@@ -708,8 +727,9 @@ def generate_sweep(
     stores. With ``prefetch_next``, the first pass prefetches the columns after each block
     into L2 while it computes (``_prefetch_next``). ``inner_extent``: the domain's extent
     along its innermost dimension when the compile-time arguments fix it (None: a runtime
-    value); where that is the axis, fewer than eight levels leave out the transposed copy-in
-    (``sweep_columns``). The translation unit defines the returned code's ``helpers`` before
+    value); where that is the axis, fewer than eight levels leave out the chunked copy-in,
+    its transposes and the next block's prefetches (``sweep_columns``), and ``prefetch_next``
+    applies only there. The translation unit defines the returned code's ``helpers`` before
     it."""
     generator = _SweepGenerator(
         site,

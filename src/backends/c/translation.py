@@ -78,8 +78,10 @@ class CTranslation:
             dimension each step computes together; None: chosen per stencil from the rows
             it reads and this machine's L1 data cache
             (``backends.c.sweep_blocks.choose_block``; the generated C says which).
-        sweep_prefetch: in stencils that run scans, the first pass over each block prefetches
-            the columns of the block after it into L2 while it computes.
+        sweep_prefetch: in stencils that run scans whose copy-in is not chunked (fewer than
+            eight levels, or fields not all float64), the first pass over each block
+            prefetches the columns of the block after it into L2 while it computes (chunked
+            copy-ins always ask for them: ``backends.c.sweep_columns``).
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance``,
             ``streaming_stores`` and ``prefetch_outer`` leave open (None), by measuring the
             candidates once per machine (``backends.c.tuning.Tuning``, ADR 0009); without it,
