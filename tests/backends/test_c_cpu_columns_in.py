@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends
-from backends.c.sweep_columns import COLUMNS_IN_C, ahead_share
+from backends.c.sweep_ahead import ahead_share
+from backends.c.sweep_columns import COLUMNS_IN_C
 from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
 from pipeline.dsl import (

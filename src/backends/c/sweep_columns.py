@@ -1,5 +1,5 @@
-"""How a scan sweep's block copies its fields' columns in (``backends.c.sweeps``), and asks
-for the next block's columns ahead.
+"""How a scan sweep's block copies its fields' columns in and its staged outputs' out
+(``backends.c.sweeps``).
 
 Each buffered field's column ``v`` of the block, contiguous along the axis, becomes column
 ``v`` of a buffer whose rows are the axis's levels (``g_<name>[k * row + v]``), so that the
@@ -8,16 +8,13 @@ the domain may have eight levels or more, the copy-in goes a chunk of eight leve
 before the first pass's steps over them (``copy_in_chunk``), eight columns at a time through
 8x8 register transposes where the compiler targets AVX-512 (``sf_columns_in_f64``: eight
 loads and eight stores of a vector per 64 points), the columns left over one at a time; a
-field only the first pass reads keeps one chunk in its buffer, in L1. Elsewhere, every level
-of a column is copied before the passes, a scalar store per point (``copy_in``).
-
-The chunks' loads read a line of each of eight columns, an order the hardware prefetcher does
-not follow, and a block's first reads would wait for memory while the memory idles during the
-block's arithmetic. So every piece of the block's work (a column copied in, a step of a later
-pass, a column copied out) asks for a share of the columns the next block reads into L2
-(``ahead_share``, ``prefetch_share``, ``sf_prefetch_columns``): tridiagonal's 256x256x64 runs
-in 5.9-6.2 ms against 7.2-7.5 with the whole-block copy-in, 8.2 ms with the chunks but without
-the prefetches (docs/notes/2026-12-05-scans-chunks-and-the-next-block.md).
+field only the first pass reads keeps one chunk in its buffer, in L1. Each column copied
+asks for its share of the next block's columns (``backends.c.sweep_ahead``). Elsewhere, every
+level of a column is copied before the passes, a scalar store per point (``copy_in``). A
+staged output's block buffer goes out a column at a time (``copy_out``). The C written here
+uses the sweep's names (declared by ``sweeps``): ``p_<name>``, ``g_<name>``, ``o_<name>``,
+``st_<name>``, ``sf_levels``, and in a chunk ``sf_c`` of ``sf_chunks``, its first level
+``sf_t`` and its levels ``sf_n``.
 
 The transposes are inlined, so a domain known to have fewer than eight levels (c_cpu builds
 per inner extent) gets no code for them: unused in its function, they cost the vertical
@@ -29,22 +26,26 @@ They are written with ``__builtin_shufflevector`` (clang, gcc 12 and later) rath
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
+import numpy as np
+
+from backends.c.sweep_ahead import Ahead, prefetch_share
+from backends.clike.expressions import C_TYPES
 
 __all__ = [
     "COLUMNS_IN_C",
-    "Ahead",
+    "PREFETCH_COLUMN_C",
     "Column",
-    "ahead_share",
     "copy_in",
     "copy_in_chunk",
-    "prefetch_share",
+    "copy_out",
+    "prefetch_next",
     "transposable",
 ]
 
-#: ``SF_COLUMNS_8`` and ``sf_columns_in_f64`` where the compiler targets AVX-512, and
-#: ``sf_prefetch_columns`` on every compiler.
+#: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512.
 COLUMNS_IN_C = r"""
 #if defined(__AVX512F__) && defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 12)
 #define SF_COLUMNS_8 1
@@ -92,16 +93,17 @@ static inline __attribute__((always_inline)) void sf_columns_in_f64(
 #else
 #define SF_COLUMNS_8 0
 #endif
-/* Columns [first, last) of those from `ahead`, `stride` bytes apart, asked for into L2 a line
-   at a time, `bytes` of each. Addresses are formed as integers: past the array, a prefetch
-   does nothing. */
-static inline void sf_prefetch_columns(uintptr_t ahead, int64_t stride, int64_t bytes,
-                                       int64_t first, int64_t last) {
-    for (int64_t w = first; w < last; ++w)
-        for (int64_t offset = 0; offset < bytes + 63; offset += 64)
-            __builtin_prefetch((const void*)(ahead + (uintptr_t)(w * stride + offset)), 0, 2);
+"""
+
+
+#: With ``prefetch_next``: a column's bytes from ``start``, asked for into L2 a line at a time.
+PREFETCH_COLUMN_C = r"""
+static inline void sf_prefetch_column(uintptr_t start, int64_t bytes) {
+    for (int64_t offset = 0; offset < bytes; offset += 64)
+        __builtin_prefetch((const void*)(start + (uintptr_t)offset), 0, 2);
 }
 """
+
 
 
 @attrs.frozen
@@ -124,26 +126,6 @@ class Column:
     stride: str
     extra: int
     buffer: str
-
-
-@attrs.frozen
-class Ahead:
-    """Columns after the block's that the next block reads from memory, as this block asks
-    for them into L2 (``prefetch_share``).
-
-    Attributes:
-        name: the field (its pointer is ``p_<name>``).
-        ctype: its C element type.
-        start: the offset of the first point of the first column after the block's (C).
-        stride: the C name of the field's stride from one column to the next.
-        extra: levels read beyond the domain's (``sf_levels``): the reach along the axis.
-    """
-
-    name: str
-    ctype: str
-    start: str
-    stride: str
-    extra: int
 
 
 def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> list[str]:
@@ -190,42 +172,71 @@ def copy_in_chunk(
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 
 
-def prefetch_share(ahead: Sequence[Ahead], first: str, last: str, indent: str) -> list[str]:
-    """Columns ``[first, last)`` (C) of each of ``ahead`` asked for into L2
-    (``sf_prefetch_columns``) where ``sf_ahead``: a share of the next block's columns, so that
-    its reads are spread over this block's work instead of waiting for memory at its
-    start."""
+def copy_out(
+    name: str,
+    dtype: np.dtype[Any],
+    start: str,
+    count: str,
+    row: int,
+    indent: str,
+    ahead: Sequence[str],
+) -> list[str]:
+    """The copy-out of the staged output ``name`` (of ``dtype``): column ``v`` of its block
+    buffer ``o_<name>`` (rows ``row`` points apart) to the output's column at ``start`` (C, in
+    ``v``), for ``count`` (C) columns, with streaming stores where ``st_<name>``; each column
+    runs ``ahead`` first (its share of the next block's prefetches, or nothing)."""
+    ctype = C_TYPES[dtype]
+    lines = [f"{indent}for (int64_t v = 0; v < {count}; ++v) {{", *ahead]
+    lines += [
+        f"{indent}    {ctype}* restrict dst = p_{name} + {start};",
+        f"{indent}    const {ctype}* restrict src = o_{name} + v;",
+    ]
+    if dtype == np.dtype(np.float64):
+        stream = [f"{indent}        sf_stream_column_f64(dst, src, {row}, (int64_t)sf_levels);"]
+    elif dtype.itemsize in (4, 8):
+        stream = [
+            f"{indent}        for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
+            f"{indent}            sf_stream_{dtype.itemsize}(dst + k, src + k * {row});",
+        ]
+    else:
+        stream = []
+    if stream:
+        lines += [
+            "#if SF_STREAMS",
+            f"{indent}    if (st_{name}) {{",
+            *stream,
+            f"{indent}        continue;",
+            f"{indent}    }}",
+            "#endif",
+        ]
+    return [
+        *lines,
+        f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
+        f"{indent}        dst[k] = src[k * {row}];",
+        f"{indent}}}",
+    ]
+
+
+def prefetch_next(columns: Sequence[Column], count: str, step: str, indent: str) -> list[str]:
+    """At step ``step`` (C) of the first pass, a share of the ``count`` (C) columns that
+    follow the block's (the next block's, for a thread whose block comes next in memory) of
+    ``columns`` prefetched into L2 (``CTranslation.sweep_prefetch``, where the copy-in is not
+    chunked): the next block's copy-in then finds them there. Addresses are formed as
+    integers: the columns after the last block lie past the domain, where a prefetch does
+    nothing."""
     lines = [
-        f"{indent}if (sf_ahead) {{",
-        f"{indent}    const int64_t pf_first = {first}, pf_last = {last};",
+        f"{indent}{{",
+        f"{indent}    const int64_t pf_n = {count}, pf_s = {step};",
+        f"{indent}    for (int64_t w = pf_s * pf_n / (int64_t)sf_levels; "
+        "w < (pf_s + 1) * pf_n / (int64_t)sf_levels; ++w) {",
+        f"{indent}        const int64_t v = pf_n + w;",
     ]
     lines += [
-        f"{indent}    sf_prefetch_columns((uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * "
-        f"sizeof({a.ctype}), {a.stride} * "
-        f"(int64_t)sizeof({a.ctype}), ((int64_t)sf_levels + {a.extra}) * "
-        f"(int64_t)sizeof({a.ctype}), pf_first, pf_last);"
-        for a in ahead
+        f"{indent}        sf_prefetch_column((uintptr_t)p_{c.name} + (uintptr_t)({c.start}) * "
+        f"sizeof({c.ctype}), ((int64_t)sf_levels + {c.extra}) * (int64_t)sizeof({c.ctype}));"
+        for c in columns
     ]
-    return [*lines, f"{indent}}}"]
-
-
-def ahead_share(
-    weights: Sequence[int], part: int, count: str, done: str, width: int, units: str
-) -> tuple[str, str]:
-    """The first and last (C) of the ``count`` (C) columns after the block's that ``width``
-    pieces of ``part`` of the block's work ask for, after ``done`` (C) of that part's
-    ``units`` (C) pieces: the parts take the columns in turn, each its ``weights`` share,
-    spread evenly over its pieces. Whole columns, each asked for once: the shares of one
-    part's pieces meet end to end, and where one part's end the next one's begin."""
-    before, total = sum(weights[:part]), sum(weights)
-
-    def column(pieces: str) -> str:
-        return (
-            f"({count}) * ({before} * ({units}) + ({pieces}) * {weights[part]}) / "
-            f"({total} * ({units}))"
-        )
-
-    return column(done), column(f"{done} + {width}")
+    return [*lines, f"{indent}    }}", f"{indent}}}"]
 
 
 def _columns_one_by_one(columns: Sequence[Column], row: int, levels: str, indent: str) -> list[str]:

@@ -37,27 +37,27 @@ and nothing asked for ahead. ADR 0014 records the measurements behind the layout
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 
 import attrs
-import numpy as np
 
 from backends.c.codegen import _StencilGenerator
 from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
+from backends.c.sweep_ahead import AHEAD_C, AHEAD_WEIGHTS, Ahead, ahead_share, prefetch_share
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
 from backends.c.sweep_columns import (
     COLUMNS_IN_C,
-    Ahead,
+    PREFETCH_COLUMN_C,
     Column,
-    ahead_share,
     copy_in,
     copy_in_chunk,
-    prefetch_share,
+    copy_out,
+    prefetch_next,
     transposable,
 )
+from backends.c.sweep_fields import buffered_fields, column_offset, fields_ahead, staged_outputs
 from backends.clike.expressions import C_TYPES, ExpressionEmitter, PassStorage, convert, literal
 from backends.clike.generator import StencilSite
 from backends.loops import SweepKey, SweepPlan, plan_sweeps
@@ -100,21 +100,6 @@ class _Frame:
     def loop_indent(self) -> str:
         """The indentation inside the loops over the parallel dimensions and blocks."""
         return "            " + "    " * (len(self.parallel) + (1 if self.vector else 0))
-
-
-#: Where the copy-in is interleaved, the next block's columns are asked for ahead, shared out
-#: among the first pass's copy-in, the later passes' steps and the copy-out in these
-#: proportions: the block's time in each (tridiagonal on 256x256x64, in cache: 73, 13 and 14 %;
-#: docs/notes/2026-12-05-scans-chunks-and-the-next-block.md).
-AHEAD_WEIGHTS = (6, 1, 1)
-
-#: With ``prefetch_next``: a column's bytes from ``start``, asked for into L2 a line at a time.
-PREFETCH_COLUMN_C = r"""
-static inline void sf_prefetch_column(uintptr_t start, int64_t bytes) {
-    for (int64_t offset = 0; offset < bytes; offset += 64)
-        __builtin_prefetch((const void*)(start + (uintptr_t)offset), 0, 2);
-}
-"""
 
 
 class _SweepGenerator(_StencilGenerator):
@@ -166,55 +151,6 @@ class _SweepGenerator(_StencilGenerator):
             return body.let(C_TYPES[param.type.dtype], f"g_{name}[{index}]")
         return super().read(body, name, offsets)
 
-    def _choose_buffered(self, axis: str, vector: str | None) -> dict[str, tuple[int, int]]:
-        """Fields read only along the axis (no other offset), contiguous along it, over the
-        vector dimension, and never under a condition: copied per block, transposed, so the
-        steps load them a vector at a time instead of gathering."""
-        if vector is None or not self.transpose:
-            return {}
-        guarded = {read.name for read in self.stencil.guarded}
-        written = {target.name for target in self.stencil.outputs}
-        chosen = {}
-        for extent in self.stencil.extents:
-            param = self.program.param(extent.name)
-            assert isinstance(param.type, FieldType)
-            dims = param.type.dim_names
-            if (
-                extent.name in guarded
-                or extent.name in written
-                or dims[-1] != axis
-                or vector not in dims
-                or not self.unit_stride.get(extent.name)
-                or any((d.lower or d.upper) for d in extent.dims if d.dim != axis)
-            ):
-                continue
-            reach = next(d for d in extent.dims if d.dim == axis)
-            chosen[extent.name] = (reach.lower, reach.upper)
-        return chosen
-
-    def _choose_staged(self, axis: str, vector: str | None) -> frozenset[str]:
-        """Outputs over every dimension of the domain, contiguous along the axis, and not read
-        by the stencil: their values of a block go to a buffer, then out a column at a time.
-        Stored in place, consecutive points of the vector loop are a column apart, so every
-        store of a step writes a different cache line (which a plain store reads first)."""
-        if vector is None or not self.transpose:
-            return frozenset()
-        read = {extent.name for extent in self.stencil.extents}
-        read |= {guarded.name for guarded in self.stencil.guarded}
-        chosen = set()
-        for target in self.stencil.outputs:
-            param = self.program.param(target.name)
-            assert isinstance(param.type, FieldType)
-            dims = param.type.dim_names
-            if (
-                target.name not in read
-                and dims[-1] == axis
-                and sorted(dims) == sorted(self.dims)
-                and self.unit_stride.get(target.name)
-            ):
-                chosen.add(target.name)
-        return frozenset(chosen)
-
     def _store_outputs(self, body: ExpressionEmitter) -> list[str]:
         stores = []
         plain = super()._store_outputs(body)
@@ -230,30 +166,9 @@ class _SweepGenerator(_StencilGenerator):
             stores.append(f"o_{target.name}[{self._kept}] = {value};")
         return stores
 
-    def _column(
-        self,
-        name: str,
-        axis: str,
-        vector: str,
-        start: str,
-        column: str = "v",
-        shifts: Mapping[str, int] | None = None,
-    ) -> str:
-        """The offset of column ``b_<vector> + column`` of field ``name`` at ``start`` along
-        the axis (the other dimensions at the block's point, shifted by ``shifts``)."""
-        param = self.program.param(name)
-        assert isinstance(param.type, FieldType)
-        terms = []
-        for position, dim in enumerate(param.type.dim_names):
-            if dim == axis:
-                terms.append(start)
-            elif dim == vector:
-                terms.append(f"(b_{vector} + {column}) * s_{name}_{position}")
-            elif shifts and shifts.get(dim):
-                terms.append(f"(x_{dim} + ({shifts[dim]})) * s_{name}_{position}")
-            else:
-                terms.append(f"x_{dim} * s_{name}_{position}")
-        return " + ".join(terms)
+    def _column(self, name: str, axis: str, vector: str, start: str) -> str:
+        """``sweep_fields.column_offset`` of field ``name`` in this program."""
+        return column_offset(self.program, name, axis, vector, start)
 
     def _copy_in(self, axis: str, vector: str, indent: str) -> list[str]:
         """Every level of the block's columns of every buffered field, copied in before the
@@ -272,40 +187,9 @@ class _SweepGenerator(_StencilGenerator):
         return (known is None or known >= 8) and transposable(self._columns(axis, vector))
 
     def _ahead_columns(self, axis: str, vector: str) -> list[Ahead]:
-        """What the next block reads from memory: the buffered fields' columns, and those of
-        the fields read in place along the axis, a column per row of their reach across the
-        other dimensions (the vertical advection's ``wcon`` at ``I`` and ``I + 1``)."""
-        written = {target.name for target in self.stencil.outputs}
-        after = f"e_{vector} - b_{vector}"
-        columns = []
-        for extent in self.stencil.extents:
-            name = extent.name
-            param = self.program.param(name)
-            assert isinstance(param.type, FieldType)
-            dims = param.type.dim_names
-            reach = {d.dim: (d.lower, d.upper) for d in extent.dims}
-            lower, upper = reach.get(axis, (0, 0))
-            stride = f"s_{name}_{dims.index(vector)}" if vector in dims else ""
-            ctype = C_TYPES[param.type.dtype]
-            if name in self.buffered:
-                start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))", after)
-                columns.append(Ahead(name, ctype, start, stride, upper - lower))
-                continue
-            if (
-                name in written
-                or dims[-1] != axis
-                or vector not in dims
-                or not self.unit_stride.get(name)
-                or reach.get(vector, (0, 0)) != (0, 0)
-            ):
-                continue
-            outer = [d for d in dims if d not in (axis, vector)]
-            spans = [range(reach.get(d, (0, 0))[0], reach.get(d, (0, 0))[1] + 1) for d in outer]
-            for shift in itertools.product(*spans):
-                shifts = dict(zip(outer, shift, strict=True))
-                start = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))", after, shifts)
-                columns.append(Ahead(name, ctype, start, stride, upper - lower))
-        return columns
+        """``sweep_fields.fields_ahead`` of this stencil."""
+        fields = (self.program, self.stencil, self.buffered, self.unit_stride)
+        return fields_ahead(*fields, axis, vector)
 
     def _columns(self, axis: str, vector: str, *, chunk: bool = False) -> list[Column]:
         """The buffered fields' columns from their reach's lower end on, or with ``chunk`` from
@@ -328,75 +212,21 @@ class _SweepGenerator(_StencilGenerator):
             columns.append(Column(name, ctype, start, stride, upper - lower, buffer))
         return columns
 
-    def _prefetch_next(self, axis: str, vector: str, step: str, indent: str) -> list[str]:
-        """At step ``step`` of the first pass, a share of the columns that follow the block's
-        (the next block's, for a thread whose block comes next in memory) of every buffered
-        field prefetched into L2: the next block's copy-in then finds them there instead of
-        waiting for memory while the sweep computes. Addresses are formed as integers: the
-        columns after the last block lie past the domain, where a prefetch does nothing."""
-        lines = [
-            f"{indent}{{",
-            f"{indent}    const int64_t pf_n = e_{vector} - b_{vector}, pf_s = {step};",
-            f"{indent}    for (int64_t w = pf_s * pf_n / (int64_t)sf_levels; "
-            "w < (pf_s + 1) * pf_n / (int64_t)sf_levels; ++w) {",
-            f"{indent}        const int64_t v = pf_n + w;",
-        ]
-        for name, (lower, upper) in self.buffered.items():
-            ctype = C_TYPES[self.program.param(name).type.dtype]
-            offset = self._column(name, axis, vector, f"(lo_{axis} + ({lower}))")
-            lines.append(
-                f"{indent}        sf_prefetch_column((uintptr_t)p_{name} + (uintptr_t)"
-                f"({offset}) * sizeof({ctype}), ((int64_t)sf_levels + {upper - lower}) * "
-                f"(int64_t)sizeof({ctype}));"
-            )
-        return [*lines, f"{indent}    }}", f"{indent}}}"]
-
     def _copy_out(self, axis: str, vector: str, indent: str) -> list[str]:
         """The staged outputs' block buffers, out to their columns (where the copy-in is
-        interleaved, each column asking for its share of the next block's ``[pf_m, pf_n)``)."""
+        interleaved, each column asking for its share of the next block's columns)."""
         lines = []
         staged = [t.name for t in self.stencil.outputs if t.name in self.staged]
+        count = f"e_{vector} - b_{vector}"
         for number, name in enumerate(staged):
-            dtype = self.program.param(name).type.dtype
-            ctype = C_TYPES[dtype]
-            lines.append(f"{indent}for (int64_t v = 0; v < e_{vector} - b_{vector}; ++v) {{")
+            ahead = []
             if self.interleaved:
-                units = f"{len(staged)} * (e_{vector} - b_{vector})"
-                done = f"{number} * (e_{vector} - b_{vector}) + v"
+                done, units = f"{number} * ({count}) + v", f"{len(staged)} * ({count})"
                 share = self._ahead(vector, 2, done, 1, units)
-                columns = self._ahead_columns(axis, vector)
-                lines += prefetch_share(columns, *share, indent + "    ")
-            lines += [
-                f"{indent}    {ctype}* restrict dst = "
-                f"p_{name} + {self._column(name, axis, vector, f'lo_{axis}')};",
-                f"{indent}    const {ctype}* restrict src = o_{name} + v;",
-            ]
-            if dtype == np.dtype(np.float64):
-                stream = [
-                    f"{indent}        sf_stream_column_f64(dst, src, {self.row}, "
-                    "(int64_t)sf_levels);"
-                ]
-            elif dtype.itemsize in (4, 8):
-                stream = [
-                    f"{indent}        for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
-                    f"{indent}            sf_stream_{dtype.itemsize}(dst + k, src + k * {self.row});",
-                ]
-            else:
-                stream = []
-            if stream:
-                lines += [
-                    "#if SF_STREAMS",
-                    f"{indent}    if (st_{name}) {{",
-                    *stream,
-                    f"{indent}        continue;",
-                    f"{indent}    }}",
-                    "#endif",
-                ]
-            lines += [
-                f"{indent}    for (int64_t k = 0; k < (int64_t)sf_levels; ++k)",
-                f"{indent}        dst[k] = src[k * {self.row}];",
-                f"{indent}}}",
-            ]
+                ahead = prefetch_share(self._ahead_columns(axis, vector), *share, indent + "    ")
+            start = self._column(name, axis, vector, f"lo_{axis}")
+            dtype = self.program.param(name).type.dtype
+            lines += copy_out(name, dtype, start, count, self.row, indent, ahead)
         return lines
 
     def generate(self) -> StencilCode:
@@ -404,9 +234,11 @@ class _SweepGenerator(_StencilGenerator):
         assert plan is not None
         frame = self._frame(plan)
         self._axis, self._vector, self._kept = frame.axis, frame.vector, frame.kept
-        self.buffered = self._choose_buffered(frame.axis, frame.vector)
-        self.staged = self._choose_staged(frame.axis, frame.vector)
         vector = frame.vector
+        blocks = vector is not None and self.transpose
+        args = (self.program, self.stencil, self.unit_stride)
+        self.buffered = buffered_fields(*args, frame.axis, vector) if blocks and vector else {}
+        self.staged = staged_outputs(*args, self.dims, frame.axis) if blocks else frozenset()
         self.interleaved = vector is not None and self._interleaves(frame.axis, vector)
         self.ahead_weights = (
             AHEAD_WEIGHTS[0],
@@ -440,10 +272,10 @@ class _SweepGenerator(_StencilGenerator):
         helpers: tuple[str, ...] = (
             (SCRATCH_C, STREAM_FENCE_C, STREAM_STORES_C) if self.staged else (SCRATCH_C,)
         )
-        if self.prefetch_next and self.buffered and frame.vector:
+        if self.prefetch_next and self.buffered and frame.vector and not self.interleaved:
             helpers += (PREFETCH_COLUMN_C,)
         if self.interleaved:
-            helpers += (COLUMNS_IN_C,)
+            helpers += (COLUMNS_IN_C, AHEAD_C)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
     def _passes(self, frame: _Frame) -> list[tuple[bool, list[str], list[str]]]:
@@ -648,7 +480,8 @@ class _SweepGenerator(_StencilGenerator):
             )
         if vector and phase == 0 and self.prefetch_next and not self.interleaved:
             step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
-            lines += self._prefetch_next(axis, vector, step, inner)
+            columns = self._columns(axis, vector)
+            lines += prefetch_next(columns, f"e_{vector} - b_{vector}", step, inner)
         if vector and phase > 0 and self.interleaved:
             step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
             done = f"{phase - 1} * (int64_t)sf_levels + {step}"

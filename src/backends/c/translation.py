@@ -81,7 +81,7 @@ class CTranslation:
         sweep_prefetch: in stencils that run scans whose copy-in is not chunked (fewer than
             eight levels, or fields not all float64), the first pass over each block
             prefetches the columns of the block after it into L2 while it computes (chunked
-            copy-ins always ask for them: ``backends.c.sweep_columns``).
+            copy-ins always ask for them: ``backends.c.sweep_ahead``).
         tuning: decides what ``temporaries``, ``tile_sizes``, ``prefetch_distance``,
             ``streaming_stores`` and ``prefetch_outer`` leave open (None), by measuring the
             candidates once per machine (``backends.c.tuning.Tuning``, ADR 0009); without it,
