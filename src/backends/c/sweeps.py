@@ -478,12 +478,11 @@ class _SweepGenerator(_StencilGenerator):
                 f"{indent}for (int64_t x_{axis} = {steps[1]} - 1; x_{axis} >= {steps[0]}; "
                 f"--x_{axis}) {{"
             )
+        step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
         if vector and phase == 0 and self.prefetch_next and not self.interleaved:
-            step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
             columns = self._columns(axis, vector)
             lines += prefetch_next(columns, f"e_{vector} - b_{vector}", step, inner)
         if vector and phase > 0 and self.interleaved:
-            step = f"x_{axis} - lo_{axis}" if forward else f"hi_{axis} - 1 - x_{axis}"
             done = f"{phase - 1} * (int64_t)sf_levels + {step}"
             units = f"{len(plan.phases) - 1} * (int64_t)sf_levels"
             share = self._ahead(vector, 1, done, 1, units)
