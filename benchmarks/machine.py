@@ -33,11 +33,13 @@ __all__ = [
     "CopyKernel",
     "MachineInfo",
     "better_copy_bandwidth",
+    "build_c_library",
     "copy_bandwidth",
     "copy_kernel",
     "find_compiler",
     "last_level_cache_bytes",
     "machine_info",
+    "omp_threads",
 ]
 
 _COPY_SOURCE = r"""
@@ -198,33 +200,45 @@ def last_level_cache_bytes() -> int:
     return max(sizes, default=_FALLBACK_LLC_BYTES)
 
 
-def _build_copy_library(compiler: str, directory: Path) -> tuple[ctypes.CDLL, str] | None:
-    source = directory / "stream_copy.c"
-    source.write_text(_COPY_SOURCE)
-    library = directory / "libstream_copy.so"
+def build_c_library(
+    compiler: str, source: str, directory: Path, name: str
+) -> tuple[ctypes.CDLL, tuple[str, ...]] | None:
+    """Build ``source`` into ``directory/lib<name>.so`` with ``-O3 -march=native``, with
+    OpenMP or, if that fails, without it; the loaded library and the flags it was built with,
+    or ``None`` when neither builds. The library stays mapped after ``directory`` is removed."""
+    path = directory / f"{name}.c"
+    path.write_text(source)
+    library = directory / f"lib{name}.so"
     base = [*compiler.split(), "-O3", "-march=native", "-shared", "-fPIC"]
     for extra in (["-fopenmp"], []):
-        command = [*base, *extra, str(source), "-o", str(library)]
+        command = [*base, *extra, str(path), "-o", str(library)]
         try:
             done = subprocess.run(command, capture_output=True, timeout=60, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None
         if done.returncode == 0:
-            loaded = ctypes.CDLL(str(library))
-            for name in ("stream_copy", "first_touch"):
-                function = getattr(loaded, name)
-                function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-                function.restype = None
-            loaded.stream_lanes.argtypes = []
-            loaded.stream_lanes.restype = ctypes.c_int
-            flags = " ".join(["-O3", "-march=native", *extra])
-            threads = _omp_threads() if extra else 1
-            stores = "streaming stores" if loaded.stream_lanes() else "plain stores"
-            return loaded, f"C ({compiler} {flags}), {threads} thread(s), {stores}"
+            return ctypes.CDLL(str(library)), ("-O3", "-march=native", *extra)
     return None
 
 
-def _omp_threads() -> int:
+def _build_copy_library(compiler: str, directory: Path) -> tuple[ctypes.CDLL, str] | None:
+    built = build_c_library(compiler, _COPY_SOURCE, directory, "stream_copy")
+    if built is None:
+        return None
+    loaded, flags = built
+    for name in ("stream_copy", "first_touch"):
+        function = getattr(loaded, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        function.restype = None
+    loaded.stream_lanes.argtypes = []
+    loaded.stream_lanes.restype = ctypes.c_int
+    threads = omp_threads() if "-fopenmp" in flags else 1
+    stores = "streaming stores" if loaded.stream_lanes() else "plain stores"
+    return loaded, f"C ({compiler} {' '.join(flags)}), {threads} thread(s), {stores}"
+
+
+def omp_threads() -> int:
+    """The threads an OpenMP kernel runs on: ``$OMP_NUM_THREADS``, else the core count."""
     value = os.environ.get("OMP_NUM_THREADS", "")
     return int(value) if value.isdigit() else (os.cpu_count() or 1)
 
@@ -297,11 +311,12 @@ def copy_kernel(array_bytes: int | None = None) -> CopyKernel:
 
         return CopyKernel(copy, n * 8, "np.copyto (no working C compiler found)", source, target)
     library, method = built
-    source_address, target_address = source.ctypes.data, target.ctypes.data
-    library.first_touch(source_address, target_address, n)
+    library.first_touch(source.ctypes.data, target.ctypes.data, n)
 
     def stream_copy() -> None:
-        library.stream_copy(source_address, target_address, n)
+        # The arrays are read here, not their addresses kept: a `run` kept without its
+        # kernel keeps them alive.
+        library.stream_copy(source.ctypes.data, target.ctypes.data, n)
 
     return CopyKernel(stream_copy, n * 8, method, source, target)
 
