@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends
-from backends.c.sweep_ahead import ahead_share
+from backends.c.sweep_ahead import AHEAD_C
 from backends.c.sweep_columns import COLUMNS_IN_C
 from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
@@ -335,39 +335,89 @@ def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: P
     assert run.stdout.strip() == "0"
 
 
-@settings(max_examples=200, deadline=None)
+_ASK_CHECK = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* Each line asked for, recorded instead of prefetched. */
+static uintptr_t asked[1 << 16];
+static int64_t recorded;
+#define __builtin_prefetch(address, write, locality) (asked[recorded++] = (uintptr_t)(address))
+AHEAD_C
+/* argv: start stride bytes columns pieces; prints the lines each piece asked for, then each
+   line's address. */
+int main(int argc, char** argv) {
+    (void)argc;
+    sf_cursor next = sf_cursor_at((uintptr_t)strtoull(argv[1], NULL, 10), atoll(argv[2]),
+                                  atoll(argv[3]), atoll(argv[4]));
+    const int64_t pieces = atoll(argv[5]);
+    const int64_t per = (atoll(argv[4]) * next.lines + pieces - 1) / pieces;
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+        const int64_t before = recorded;
+        sf_ask(&next, per);
+        printf("%lld ", (long long)(recorded - before));
+    }
+    printf("\n");
+    for (int64_t line = 0; line < recorded; ++line) printf("%llu ", (unsigned long long)asked[line]);
+    printf("\n");
+    return 0;
+}
+""".replace("AHEAD_C", AHEAD_C)
+
+
+@pytest.fixture(scope="module")
+def ask_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("ask")
+    source, executable = directory / "ask.c", directory / "ask"
+    source.write_text(_ASK_CHECK)
+    flags = ["-O2", "-Wall", "-Werror"]
+    subprocess.run([default_compiler(), *flags, str(source), "-o", str(executable)], check=True)
+    return executable
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    count=st.integers(1, 80),
-    weights=st.tuples(st.integers(1, 8), st.integers(0, 3), st.integers(0, 3)),
-    units=st.tuples(st.integers(1, 700), st.integers(1, 200), st.integers(1, 160)),
-    widths=st.lists(st.sampled_from((1, 8)), min_size=1, max_size=5),
+    offset=st.integers(0, 4095),
+    stride=st.integers(-600, 600).map(lambda eights: 8 * eights),
+    levels=st.integers(1, 200),
+    columns=st.integers(0, 70),
+    pieces=st.integers(1, 90),
 )
-def test_the_next_blocks_columns_are_shared_out_once_each_and_end_to_end(
-    count: int, weights: tuple[int, int, int], units: tuple[int, int, int], widths: list[int]
+def test_the_cursor_asks_for_each_line_of_the_next_blocks_columns_once_spread_over_the_pieces(
+    ask_check: Path, offset: int, stride: int, levels: int, columns: int, pieces: int
 ) -> None:
-    # The C text of each share, evaluated (every term is non-negative, so C's division is
-    # Python's //): piece after piece, part after part, the shares must meet end to end and
-    # cover the next block's columns exactly, however the pieces of a part are cut.
-    asked = []
-    for part, total in enumerate(units):
-        if weights[part] == 0:
-            continue
-        done, cut = 0, 0
-        while done < total:
-            width = min(widths[cut % len(widths)], total - done)
-            first, last = ahead_share(weights, part, "n", "d", width, str(total))
-            scope = {"n": count, "d": done}
-            asked.append((eval(first.replace("/", "//"), scope), eval(last.replace("/", "//"), scope)))
-            done, cut = done + width, cut + 1
-    assert asked[0][0] == 0 and asked[-1][1] == count
-    assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(asked, asked[1:]))
+    # Column after column (at any stride, backwards too), each column's lines from the one
+    # its first byte is on, as many as the first column spans; every piece asks for its
+    # share, none more, and all of them ask for every line.
+    start = 2**40 + offset
+    run = subprocess.run(
+        [str(ask_check), str(start), str(stride), str(8 * levels), str(columns), str(pieces)],
+        capture_output=True, text=True, check=True,
+    )
+    shares_text, lines_text = run.stdout.split("\n")[:2]
+    shares, asked = [int(n) for n in shares_text.split()], [int(n) for n in lines_text.split()]
+    lines = (offset % 64 + 8 * levels + 63) // 64
+    expected = [
+        ((start + column * stride) & ~63) + 64 * line
+        for column in range(columns)
+        for line in range(lines)
+    ]
+    assert asked == expected
+    per = -(-len(expected) // pieces)
+    assert len(shares) == pieces and max(shares) <= per and sum(shares) == len(expected)
 
 
 def test_the_block_asks_ahead_for_every_column_the_next_block_reads_from_memory() -> None:
-    # The buffered fields' columns, and wcon's, read in place at I and I + 1; not out's,
-    # which the scan only writes.
+    # A cursor for each buffered field's columns, and for wcon's, read in place at I and
+    # I + 1, whose lines the buffered fields' pieces ask for too; none for out, which the
+    # scan only writes.
     fields = [np.ones((4, 18, 10)) for _ in range(6)]
     source = _source(vertical_advection, *fields[:5], 3.0, fields[5])
-    for name, row in (("u_stage", "x_I"), ("u_pos", "x_I"), ("wcon", "x_I"), ("wcon", "(x_I + (1))")):
-        assert f"sf_prefetch_columns((uintptr_t)p_{name} + (uintptr_t)({row} * " in source
-    assert "sf_prefetch_columns((uintptr_t)p_out" not in source
+    cursors = re.findall(r"sf_cursor (sf_next_\d+) = sf_cursor_at\(\(uintptr_t\)p_(\w+) \+ "
+                         r"\(uintptr_t\)\(\(?(x_I(?: \+ \(1\)\))?)", source)
+    assert sorted((name, row) for _, name, row in cursors) == [
+        ("u_pos", "x_I"), ("u_stage", "x_I"), ("utens", "x_I"), ("utens_stage", "x_I"),
+        ("wcon", "x_I"), ("wcon", "x_I + (1))"),
+    ]
+    for cursor, _, _ in cursors:
+        assert f"sf_ask(&{cursor}, " in source

@@ -1,21 +1,24 @@
 """How a scan's block asks for the columns the next block reads (``backends.c.sweeps``).
 
 A block's first reads would wait for memory, and the memory would idle while the block
-computes. So where the copy-in goes in chunks (``sweep_columns.copy_in_chunk``), every piece
-of a block's work asks for a share of the columns the next block reads into L2 (those that
-follow the block's, for a thread whose next block comes next in memory): each column copied
-in, each step of a later pass, each column copied out (``ahead_share``, ``prefetch_share``,
-``sf_prefetch_columns``), the parts in proportion to their time (``AHEAD_WEIGHTS``). The
-columns are the buffered fields' and those of fields read in place along the axis
-(``sweep_fields.fields_ahead``). The C written here uses the sweep's names: ``p_<name>``,
-``sf_levels`` (the domain's levels) and ``sf_ahead`` (whether the block asks at all, declared
-by ``sweeps``).
+computes. So where the copy-in goes in chunks (``sweep_columns.copy_in_chunk``), the block's
+copy-in asks for the lines of the columns the next block reads into L2 (those that follow the
+block's, for a thread whose next block comes next in memory), a few lines before each piece
+it copies, so that the asking is spread evenly over the whole copy-in rather than issued in
+bursts. A cursor per field (``sf_next_<n>``, ``ask_cursors``) gives its lines column after
+column, line after line; each piece of a buffered field asks for its share (``sf_per_<n>``,
+the lines over the pieces, rounded up) of that field's, and of
+the fields read in place along the axis that the field takes on (``asks``; the vertical
+advection's ``wcon`` at ``I`` and ``I + 1``: ``sweep_fields.fields_ahead``). The C written
+here uses the sweep's names: ``p_<name>``, ``sf_levels`` (the domain's levels) and
+``sf_ahead`` (whether the block asks at all, declared by ``sweeps``).
 
-Measured on the 2-core Zen 4: prefetching the next block from one phase of a block, or in
-bursts, slowed the sweeps every time; spread this way, with the copy-in in L1-sized chunks,
-tridiagonal's 256x256x64 runs in 5.9-7.0 ms in the harness against 7.1-7.5 with the
-whole-block copy-in; in a driver, the chunks without the prefetches took 8.2 ms against 5.6
-(docs/notes/2026-12-05-scans-chunks-and-the-next-block.md).
+Measured on the 2-core Zen 4: prefetches issued back to back are mostly dropped (a 128 KiB
+region asked for so saved 18-29 % of its read's memory time, asked for a line at a time
+between other work 100 %: ``python -m benchmarks.memory_probe``). Asked for a line at a time
+over the copy-in, without the divisions of proportional shares, tridiagonal's 256x256x64 ran
+10-15 % faster than with shares of whole columns over every part of the block, and in the
+caches 10 % faster (docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
 """
 
 from __future__ import annotations
@@ -24,23 +27,45 @@ from collections.abc import Sequence
 
 import attrs
 
-__all__ = ["AHEAD_C", "AHEAD_WEIGHTS", "Ahead", "ahead_share", "prefetch_share"]
+__all__ = ["AHEAD_C", "Ahead", "ask_cursors", "asks"]
 
-#: The next block's columns asked for ahead by the first pass's copy-in, the later passes'
-#: steps and the copy-out, in these proportions: the block's time in each (tridiagonal on
-#: 256x256x64, in cache: 73, 13 and 14 %).
-AHEAD_WEIGHTS = (6, 1, 1)
-
-#: ``sf_prefetch_columns``.
+#: ``sf_cursor``, ``sf_ask``.
 AHEAD_C = r"""
-/* Columns [first, last) of those from `ahead`, `stride` bytes apart, asked for into L2 a line
-   at a time, `bytes` of each. Addresses are formed as integers: past the array, a prefetch
-   does nothing. */
-static inline void sf_prefetch_columns(uintptr_t ahead, int64_t stride, int64_t bytes,
-                                       int64_t first, int64_t last) {
-    for (int64_t w = first; w < last; ++w)
-        for (int64_t offset = 0; offset < bytes + 63; offset += 64)
-            __builtin_prefetch((const void*)(ahead + (uintptr_t)(w * stride + offset)), 0, 2);
+/* Where a block's copy-in is in asking for one field's lines of the columns after the block:
+   the next line (`line`), the lines left in its column (`left`) and in the columns after it
+   (`rest`, `lines` a column, columns `stride` bytes apart from `column`). */
+typedef struct {
+    uintptr_t line, column;
+    int64_t left, rest, lines, stride;
+} sf_cursor;
+/* A cursor over `columns` columns of `bytes` each from the address `start`, `stride` bytes
+   apart: each column's lines from the one its first byte is on to the one its last is on (the
+   first column's count for all: alike where the stride is a whole number of lines). */
+static inline sf_cursor sf_cursor_at(uintptr_t start, int64_t stride, int64_t bytes,
+                                     int64_t columns) {
+    const int64_t lines = (int64_t)(((start & 63) + (uintptr_t)bytes + 63) / 64);
+    const uintptr_t line = start & ~(uintptr_t)63;
+    const sf_cursor cursor = {line, start, columns > 0 ? lines : 0, (columns - 1) * lines, lines,
+                              stride};
+    return cursor;
+}
+/* The cursor's next `count` lines asked for into L2, one after another, a column's at a time.
+   Addresses are formed as integers: past the array, a prefetch does nothing. */
+static inline __attribute__((always_inline)) void sf_ask(sf_cursor* next, int64_t count) {
+    while (count > 0 && next->left > 0) {
+        const int64_t run = count < next->left ? count : next->left;
+        for (int64_t k = 0; k < run; ++k)
+            __builtin_prefetch((const void*)(next->line + (uintptr_t)(64 * k)), 0, 2);
+        next->line += (uintptr_t)(64 * run);
+        next->left -= run;
+        count -= run;
+        if (next->left == 0 && next->rest > 0) {
+            next->column += (uintptr_t)next->stride;
+            next->line = next->column & ~(uintptr_t)63;
+            next->left = next->lines;
+            next->rest -= next->lines;
+        }
+    }
 }
 """
 
@@ -48,7 +73,7 @@ static inline void sf_prefetch_columns(uintptr_t ahead, int64_t stride, int64_t 
 @attrs.frozen
 class Ahead:
     """Columns after the block's that the next block reads from memory, as this block asks
-    for them into L2 (``prefetch_share``).
+    for them into L2 (``ask_cursors``).
 
     Attributes:
         name: the field (its pointer is ``p_<name>``).
@@ -65,39 +90,31 @@ class Ahead:
     extra: int
 
 
-def prefetch_share(ahead: Sequence[Ahead], first: str, last: str, indent: str) -> list[str]:
-    """Columns ``[first, last)`` (C) of each of ``ahead`` asked for into L2
-    (``sf_prefetch_columns``) where ``sf_ahead``: a share of the next block's columns, so that
-    its reads are spread over this block's work instead of waiting for memory at its
-    start."""
-    lines = [
-        f"{indent}if (sf_ahead) {{",
-        f"{indent}    const int64_t pf_first = {first}, pf_last = {last};",
+def ask_cursors(ahead: Sequence[Ahead], count: str, pieces: str, indent: str) -> list[str]:
+    """The declarations, at a block's start, of a cursor ``sf_next_<n>`` over each of
+    ``ahead``'s lines of the ``count`` (C) columns after the block's (none where not
+    ``sf_ahead``), and of the lines ``sf_per_<n>`` that each of the ``pieces`` (C) of the
+    block asks for of it: the least share with which the pieces ask for all of them."""
+    lines = []
+    for n, a in enumerate(ahead):
+        start = f"(uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * sizeof({a.ctype})"
+        stride = f"{a.stride} * (int64_t)sizeof({a.ctype})"
+        nbytes = f"((int64_t)sf_levels + {a.extra}) * (int64_t)sizeof({a.ctype})"
+        columns = f"sf_ahead ? {count} : 0"
+        lines += [
+            f"{indent}sf_cursor sf_next_{n} = sf_cursor_at({start}, {stride}, {nbytes}, "
+            f"{columns});",
+            f"{indent}const int64_t sf_per_{n} = (({count}) * sf_next_{n}.lines + ({pieces}) - 1)"
+            f" / ({pieces});",
+        ]
+    return lines
+
+
+def asks(asking: Sequence[str], field: str, share: str) -> list[str]:
+    """The ``sf_ask`` calls of a piece of ``field`` copied in: of each cursor ``n`` that
+    ``asking[n]`` gives that field, ``share`` (C, ``{}`` for ``sf_per_<n>``) lines."""
+    return [
+        f"sf_ask(&sf_next_{n}, {share.format(f'sf_per_{n}')});"
+        for n, name in enumerate(asking)
+        if name == field
     ]
-    lines += [
-        f"{indent}    sf_prefetch_columns((uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * "
-        f"sizeof({a.ctype}), {a.stride} * "
-        f"(int64_t)sizeof({a.ctype}), ((int64_t)sf_levels + {a.extra}) * "
-        f"(int64_t)sizeof({a.ctype}), pf_first, pf_last);"
-        for a in ahead
-    ]
-    return [*lines, f"{indent}}}"]
-
-
-def ahead_share(
-    weights: Sequence[int], part: int, count: str, done: str, width: int, units: str
-) -> tuple[str, str]:
-    """The first and last (C) of the ``count`` (C) columns after the block's that ``width``
-    pieces of ``part`` of the block's work ask for, after ``done`` (C) of that part's
-    ``units`` (C) pieces: the parts take the columns in turn, each its ``weights`` share,
-    spread evenly over its pieces. Whole columns, each asked for once: the shares of one
-    part's pieces meet end to end, and where one part's end the next one's begin."""
-    before, total = sum(weights[:part]), sum(weights)
-
-    def column(pieces: str) -> str:
-        return (
-            f"({count}) * ({before} * ({units}) + ({pieces}) * {weights[part]}) / "
-            f"({total} * ({units}))"
-        )
-
-    return column(done), column(f"{done} + {width}")

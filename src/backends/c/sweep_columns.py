@@ -8,9 +8,9 @@ the domain may have eight levels or more, the copy-in goes a chunk of eight leve
 before the first pass's steps over them (``copy_in_chunk``), eight columns at a time through
 8x8 register transposes where the compiler targets AVX-512 (``sf_columns_in_f64``: eight
 loads and eight stores of a vector per 64 points), the columns left over one at a time; a
-field only the first pass reads keeps one chunk in its buffer, in L1. Each column copied
-asks for its share of the next block's columns (``backends.c.sweep_ahead``). Elsewhere, every
-level of a column is copied before the passes, a scalar store per point (``copy_in``). A
+field only the first pass reads keeps one chunk in its buffer, in L1. Each piece copied first
+asks for a few lines of the next block's columns (``backends.c.sweep_ahead``). Elsewhere,
+every level of a column is copied before the passes, a scalar store per point (``copy_in``). A
 staged output's block buffer goes out a column at a time (``copy_out``). The C written here
 uses the sweep's names (declared by ``sweeps``): ``p_<name>``, ``g_<name>``, ``o_<name>``,
 ``st_<name>``, ``sf_levels``, and in a chunk ``sf_c`` of ``sf_chunks``, its first level
@@ -31,7 +31,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from backends.c.sweep_ahead import Ahead, prefetch_share
 from backends.clike.expressions import C_TYPES
 
 __all__ = [
@@ -145,29 +144,27 @@ def copy_in_chunk(
     row: int,
     indent: str,
     *,
-    ahead: Sequence[Ahead],
-    share: Callable[[str, int], tuple[str, str]],
+    ask: Callable[[str, str], list[str]] | None = None,
 ) -> list[str]:
     """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
     reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
     where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
-    ``SF_COLUMNS_8``, the columns left over one at a time. Each column copied asks for its
-    ``share`` of the columns after the block's of ``ahead`` (``prefetch_share``):
-    ``share(done, width)``, the first and last column (C) for ``width`` columns copied after
-    ``done`` (C) of the block's ``count * sf_chunks``."""
+    ``SF_COLUMNS_8``, the columns left over one at a time. With ``ask``, each eight columns of
+    a field copied first run ``ask(field, "{}")`` (C lines: ``sweep_ahead.asks``), a column
+    copied alone ``ask(field, "({} + 7) / 8")``, an eighth of that."""
     if not columns:
         return []
-    done = f"sf_c * ({count}) + v"
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]
     lines.append(f"{indent}    for (; v + 8 <= {count}; v += 8) {{")
-    lines += prefetch_share(ahead, *share(done, 8), indent + "        ")
-    lines += [
-        f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
-        f"{c.stride}, sf_n + {c.extra});"
-        for c in columns
-    ]
+    for c in columns:
+        lines += [f"{indent}        {line}" for line in (ask(c.name, "{}") if ask else [])]
+        lines.append(
+            f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
+            f"{c.stride}, sf_n + {c.extra});"
+        )
     lines += [f"{indent}    }}", "#endif", f"{indent}    for (; v < {count}; ++v) {{"]
-    lines += prefetch_share(ahead, *share(done, 1), indent + "        ")
+    for c in columns:
+        lines += [f"{indent}        {line}" for line in (ask(c.name, "({} + 7) / 8") if ask else [])]
     lines += _columns_one_by_one(columns, row, "sf_n", indent + "        ")
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 
@@ -179,14 +176,12 @@ def copy_out(
     count: str,
     row: int,
     indent: str,
-    ahead: Sequence[str],
 ) -> list[str]:
     """The copy-out of the staged output ``name`` (of ``dtype``): column ``v`` of its block
     buffer ``o_<name>`` (rows ``row`` points apart) to the output's column at ``start`` (C, in
-    ``v``), for ``count`` (C) columns, with streaming stores where ``st_<name>``; each column
-    runs ``ahead`` first (its share of the next block's prefetches, or nothing)."""
+    ``v``), for ``count`` (C) columns, with streaming stores where ``st_<name>``."""
     ctype = C_TYPES[dtype]
-    lines = [f"{indent}for (int64_t v = 0; v < {count}; ++v) {{", *ahead]
+    lines = [f"{indent}for (int64_t v = 0; v < {count}; ++v) {{"]
     lines += [
         f"{indent}    {ctype}* restrict dst = p_{name} + {start};",
         f"{indent}    const {ctype}* restrict src = o_{name} + v;",

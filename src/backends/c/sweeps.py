@@ -10,17 +10,16 @@ vector loop inside each step, with the carry of each point in a per-thread array
             carry[v] = init                       # for every v of the block
             for each chunk of eight levels (first pass; one chunk of all levels after):
                 (first pass) copy those levels of column v of each field read only along
-                    the axis into g[axis][v]      (backends.c.sweep_columns; each column
-                                                   copied asks for a share of the next
-                                                   block's columns into L2)
-                for x_K in the chunk (sequential; a later pass's steps ask for theirs):
+                    the axis into g[axis][v]      (backends.c.sweep_columns; each piece
+                                                   copied first asks for a few lines of
+                                                   the next block's columns into L2)
+                for x_K in the chunk (sequential):
                     for x_V in the block (omp simd):
                         point values -> new carry; kept[x_K][v] = new carry, for later
                         passes; (last pass) outputs, into o[x_K][v] where the output is
                         contiguous along the axis
         for v in the block: copy o[.][v] out to the output's column (streaming stores
-            when the output is larger than half the last-level cache; each column asks
-            for its share of the next block's)
+            when the output is larger than half the last-level cache)
 
 A field operator solving a tridiagonal system (a forward sweep, then a backward one that
 reads it) is one stencil: the forward results stay in the block's buffers, in cache, and
@@ -45,7 +44,7 @@ from backends.c.codegen import _StencilGenerator
 from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
-from backends.c.sweep_ahead import AHEAD_C, AHEAD_WEIGHTS, Ahead, ahead_share, prefetch_share
+from backends.c.sweep_ahead import AHEAD_C, Ahead, ask_cursors, asks
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
 from backends.c.sweep_columns import (
     COLUMNS_IN_C,
@@ -116,13 +115,11 @@ class _SweepGenerator(_StencilGenerator):
     # out column by column after it. Set by generate().
     staged: frozenset[str] = frozenset()
     # Whether the copy-in goes eight levels at a time, interleaved with the first pass
-    # (``_interleaves``); the buffered fields only that pass reads, whose buffers then hold
-    # one chunk of levels; and the shares of the next block's columns asked for ahead by the
-    # copy-in, the later passes and the copy-out (``AHEAD_WEIGHTS``, those of the parts the
-    # stencil has). Set by generate().
+    # (``_interleaves``), asking for the next block's columns as it goes; and the buffered
+    # fields only that pass reads, whose buffers then hold one chunk of levels. Set by
+    # generate().
     interleaved = False
     chunked: frozenset[str] = frozenset()
-    ahead_weights: tuple[int, int, int] = AHEAD_WEIGHTS
     transpose = True
     # While generate() writes the passes' steps: the pass being written, and the passes each
     # buffered field was read in.
@@ -213,20 +210,14 @@ class _SweepGenerator(_StencilGenerator):
         return columns
 
     def _copy_out(self, axis: str, vector: str, indent: str) -> list[str]:
-        """The staged outputs' block buffers, out to their columns (where the copy-in is
-        interleaved, each column asking for its share of the next block's columns)."""
+        """The staged outputs' block buffers, out to their columns."""
         lines = []
-        staged = [t.name for t in self.stencil.outputs if t.name in self.staged]
         count = f"e_{vector} - b_{vector}"
-        for number, name in enumerate(staged):
-            ahead = []
-            if self.interleaved:
-                done, units = f"{number} * ({count}) + v", f"{len(staged)} * ({count})"
-                share = self._ahead(vector, 2, done, 1, units)
-                ahead = prefetch_share(self._ahead_columns(axis, vector), *share, indent + "    ")
-            start = self._column(name, axis, vector, f"lo_{axis}")
-            dtype = self.program.param(name).type.dtype
-            lines += copy_out(name, dtype, start, count, self.row, indent, ahead)
+        for target in self.stencil.outputs:
+            if target.name in self.staged:
+                start = self._column(target.name, axis, vector, f"lo_{axis}")
+                dtype = self.program.param(target.name).type.dtype
+                lines += copy_out(target.name, dtype, start, count, self.row, indent)
         return lines
 
     def generate(self) -> StencilCode:
@@ -240,11 +231,6 @@ class _SweepGenerator(_StencilGenerator):
         self.buffered = buffered_fields(*args, frame.axis, vector) if blocks and vector else {}
         self.staged = staged_outputs(*args, self.dims, frame.axis) if blocks else frozenset()
         self.interleaved = vector is not None and self._interleaves(frame.axis, vector)
-        self.ahead_weights = (
-            AHEAD_WEIGHTS[0],
-            AHEAD_WEIGHTS[1] * (len(plan.phases) > 1),
-            AHEAD_WEIGHTS[2] * bool(self.staged),
-        )
         self.chunked, self._readers = frozenset(), {}
         passes = self._passes(frame)
         if self.interleaved:
@@ -482,11 +468,6 @@ class _SweepGenerator(_StencilGenerator):
         if vector and phase == 0 and self.prefetch_next and not self.interleaved:
             columns = self._columns(axis, vector)
             lines += prefetch_next(columns, f"e_{vector} - b_{vector}", step, inner)
-        if vector and phase > 0 and self.interleaved:
-            done = f"{phase - 1} * (int64_t)sf_levels + {step}"
-            units = f"{len(plan.phases) - 1} * (int64_t)sf_levels"
-            share = self._ahead(vector, 1, done, 1, units)
-            lines += prefetch_share(self._ahead_columns(axis, vector), *share, inner)
         if vector:
             lines.append(f"{inner}#pragma omp simd")
             lines.append(
@@ -505,31 +486,34 @@ class _SweepGenerator(_StencilGenerator):
 
     def _chunks(self, forward: bool, axis: str, vector: str, indent: str) -> list[str]:
         """The loop over the first pass's chunks of eight levels (the last may have fewer),
-        in the pass's direction, each chunk's columns copied in before its steps (and asking
-        for their share of the next block's columns: ``_ahead``)."""
+        in the pass's direction, each chunk's columns copied in before its steps, every
+        piece copied (eight columns of a field a chunk) asking for lines of the next block's
+        columns first (``sweep_ahead``): a buffered field's pieces ask for that field's, and
+        the fields read in place are shared out among the buffered ones."""
         inner = indent + "    "
         order = "sf_c" if forward else "sf_chunks - 1 - sf_c"
         count = f"e_{vector} - b_{vector}"
-        chunks = f"({count}) * sf_chunks"
+        columns = self._columns(axis, vector, chunk=True)
+        ahead = self._ahead_columns(axis, vector)
+        names = [c.name for c in columns]
+        spare = iter(range(len(ahead)))
+        asking = [
+            a.name if a.name in names else names[next(spare) % len(names)] for a in ahead
+        ]
+        pieces = f"sf_chunks * (({count} + 7) / 8)"
         return [
             f"{indent}const int64_t sf_chunks = ((int64_t)sf_levels + 7) / 8;",
             f"{indent}const int sf_ahead = {self._points()} >= {self.parallel_min_points};",
+            *ask_cursors(ahead, count, pieces, indent),
             f"{indent}for (int64_t sf_c = 0; sf_c < sf_chunks; ++sf_c) {{",
             f"{inner}const int64_t sf_t = 8 * ({order});",
             f"{inner}const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? "
             "(int64_t)sf_levels - sf_t : 8;",
             *copy_in_chunk(
-                self._columns(axis, vector, chunk=True), count, self.row, inner,
-                ahead=self._ahead_columns(axis, vector),
-                share=lambda done, width: self._ahead(vector, 0, done, width, chunks),
+                columns, count, self.row, inner,
+                ask=lambda field, share: asks(asking, field, share),
             ),
         ]
-
-    def _ahead(self, vector: str, part: int, done: str, width: int, units: str) -> tuple[str, str]:
-        """``ahead_share`` of ``part`` of this block's work (the first pass's copy-in, the
-        later passes' steps, the copy-out), weighed by ``ahead_weights``."""
-        count = f"e_{vector} - b_{vector}"
-        return ahead_share(self.ahead_weights, part, count, done, width, units)
 
 
 def _init_text(value: bool | int | float) -> str:
