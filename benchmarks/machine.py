@@ -33,13 +33,11 @@ __all__ = [
     "CopyKernel",
     "MachineInfo",
     "better_copy_bandwidth",
-    "build_c_library",
     "copy_bandwidth",
     "copy_kernel",
     "find_compiler",
     "last_level_cache_bytes",
     "machine_info",
-    "omp_threads",
 ]
 
 _COPY_SOURCE = r"""
@@ -232,12 +230,12 @@ def _build_copy_library(compiler: str, directory: Path) -> tuple[ctypes.CDLL, st
         function.restype = None
     loaded.stream_lanes.argtypes = []
     loaded.stream_lanes.restype = ctypes.c_int
-    threads = omp_threads() if "-fopenmp" in flags else 1
+    threads = _omp_threads() if "-fopenmp" in flags else 1
     stores = "streaming stores" if loaded.stream_lanes() else "plain stores"
     return loaded, f"C ({compiler} {' '.join(flags)}), {threads} thread(s), {stores}"
 
 
-def omp_threads() -> int:
+def _omp_threads() -> int:
     """The threads an OpenMP kernel runs on: ``$OMP_NUM_THREADS``, else the core count."""
     value = os.environ.get("OMP_NUM_THREADS", "")
     return int(value) if value.isdigit() else (os.cpu_count() or 1)

@@ -11,10 +11,10 @@ is (``benchmarks.machine``), say how far that holds here (ADR 0014 and the notes
   kernel reads one stream and writes one; a row that reads four can be slower than its copy
   bound with nothing to compute.
 - **prefetch landing**: a 128 KiB region not in the caches, read after its lines were asked
-  for (``__builtin_prefetch``) back to back or paced by a few dependent operations each, and a
-  while later: how much of the read's memory time each way saved, against a read of the
-  region from the caches (all of it saved). A prefetch that finds no free miss buffer may be
-  dropped.
+  for into L2 (``__builtin_prefetch``, as the scans' copy-in asks) back to back or paced by a
+  few dependent operations each, and a while later: how much of the read's memory time each
+  way saved, against a read of the region from the caches (all of it saved). A prefetch that
+  finds no free miss buffer may be dropped.
 - **overlap**: each thread streams four arrays block by block (32 KiB of each), reading a
   block then computing on registers for about as long as the reading took; the time hidden
   is how much shorter the two together are than one after the other, with the hardware's
@@ -35,7 +35,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from .machine import build_c_library, copy_kernel, find_compiler, omp_threads
+from .machine import build_c_library, copy_kernel, find_compiler
 from .workloads import SIZES, WORKLOADS
 
 __all__ = [
@@ -94,6 +94,14 @@ int probe_lanes(void) {
 #endif
 }
 
+int probe_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 /* out[i] = the sum of the `reads` arrays at i for i < n: a row's traffic without its
    arithmetic (arrays 64-byte aligned, n a multiple of 8). */
 void traffic(double* const* in, int reads, double* out, size_t n) {
@@ -148,7 +156,7 @@ double landing(const double* p, size_t n, int how, double wait, double* checksum
     double pace = 1.0;
     if (how == 1 || how == 2)
         for (size_t i = 0; i < n; i += 8) {
-            __builtin_prefetch(p + i, 0, 3);
+            __builtin_prefetch(p + i, 0, 2);
             if (how == 2)
                 for (int k = 0; k < 8; ++k) pace = pace * 0.999999 + 1e-12;
         }
@@ -163,11 +171,11 @@ double landing(const double* p, size_t n, int how, double wait, double* checksum
     return seconds;
 }
 
-/* Each thread streams its share of the `streams` arrays of n doubles, `block` doubles of
-   each at a time (n a multiple of block * threads, block of 32): `parts` 1 reads each block,
+/* Each thread streams its share of whole blocks of the `streams` arrays of n doubles, `block`
+   doubles of each at a time (n a multiple of block, block of 32): `parts` 1 reads each block,
    2 computes `work` rounds of four register chains per block, 3 both, one after the other;
    with `ahead`, the next block's lines are asked for one at a time during the arithmetic,
-   eight lines of a stream in a row. Returns a checksum. */
+   eight lines of a stream in a row. Returns the sum of what was read. */
 double overlap(double* const* in, int streams, size_t n, size_t block, long work, int parts,
                int ahead) {
     double total = 0.0;
@@ -177,9 +185,10 @@ double overlap(double* const* in, int streams, size_t n, size_t block, long work
     {
         size_t lo = 0, hi = n;
 #ifdef _OPENMP
-        const size_t share = n / (size_t)omp_get_num_threads();
-        lo = share * (size_t)omp_get_thread_num();
-        hi = lo + share;
+        const size_t blocks = n / block, threads = (size_t)omp_get_num_threads();
+        const size_t thread = (size_t)omp_get_thread_num();
+        lo = block * (blocks * thread / threads);
+        hi = block * (blocks * (thread + 1) / threads);
 #endif
         double x0 = 1.0, x1 = 2.0, x2 = 3.0, x3 = 4.0, sum = 0.0;
         const size_t lines = (size_t)streams * block / 8;
@@ -194,7 +203,7 @@ double overlap(double* const* in, int streams, size_t n, size_t block, long work
                 if (ahead && next < hi) {
                     owed += lines;
                     for (; owed >= (size_t)work && run < block; owed -= (size_t)work) {
-                        __builtin_prefetch(in[stream] + next + run + 8 * (size_t)line, 0, 3);
+                        __builtin_prefetch(in[stream] + next + run + 8 * (size_t)line, 0, 2);
                         if (++line == 8) {
                             line = 0;
                             if (++stream == streams) { stream = 0; run += 64; }
@@ -207,7 +216,8 @@ double overlap(double* const* in, int streams, size_t n, size_t block, long work
                 x3 = x3 * 0.999999 + x0 * 1e-9;
             }
         }
-        total = sum + 1e-300 * (x0 + x1 + x2 + x3);
+        /* The chains' values kept (not optimized away) without changing the sum. */
+        total = sum + (x0 + x1 + x2 + x3 == 0.0 ? 1.0 : 0.0);
     }
     return total;
 }
@@ -225,8 +235,8 @@ class Probe:
 
     @property
     def threads(self) -> int:
-        """The threads ``traffic`` and ``overlap`` run on."""
-        return omp_threads() if "-fopenmp" in self.flags else 1
+        """The threads ``traffic`` and ``overlap`` run on (OpenMP's count in the library)."""
+        return int(self.library.probe_threads())
 
 
 @attrs.frozen
@@ -297,6 +307,7 @@ def build_probe(directory: Path) -> Probe | None:
         return None
     library, flags = built
     library.probe_lanes.restype = ctypes.c_int
+    library.probe_threads.restype = ctypes.c_int
     if library.probe_lanes() == 0:
         return None
     library.traffic.argtypes = [
@@ -402,17 +413,25 @@ def prefetch_landing(
 
 def streaming_overlap(probe: Probe, stream_doubles: int, samples: int) -> Overlap:
     """Four streams of ``stream_doubles`` each in blocks of 32 KiB, with arithmetic as long
-    as the reads (calibrated first), apart and together; each the median of ``samples``."""
+    as the reads (calibrated first), apart and together; each the median of ``samples``.
+
+    Raises:
+        RuntimeError: a run did not read every block of every stream.
+    """
     streams, block = 4, 4096
-    n = stream_doubles // (block * probe.threads) * block * probe.threads
+    n = max(stream_doubles // block, probe.threads) * block
     arrays = [_aligned(n, 1.0) for _ in range(streams)]
     pointers = _pointers(arrays)
 
     def run(work: int, parts: int, ahead: int) -> float:
-        return statistics.median(
-            _timed(lambda: probe.library.overlap(pointers, streams, n, block, work, parts, ahead))
-            for _ in range(samples)
-        )
+        seconds = []
+        for _ in range(samples):
+            start = time.perf_counter()
+            total = probe.library.overlap(pointers, streams, n, block, work, parts, ahead)
+            seconds.append(time.perf_counter() - start)
+            if total != (streams * n if parts & 1 else 0):
+                raise RuntimeError("the overlap probe did not read every block of its streams")
+        return statistics.median(seconds)
 
     reads = run(0, 1, 0)
     trial = 256

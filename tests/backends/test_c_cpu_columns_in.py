@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends
-from backends.c.sweep_ahead import AHEAD_C
-from backends.c.sweep_columns import COLUMNS_IN_C
+from backends.c.sweep_ahead import AHEAD_C, Ahead, ask_cursors, asks
+from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in_chunk
 from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
 from pipeline.dsl import (
@@ -335,76 +335,142 @@ def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: P
     assert run.stdout.strip() == "0"
 
 
-_ASK_CHECK = r"""
+def _asking_check(columns8: bool) -> str:
+    """A C program running the generated asking of a block's copy-in (``ask_cursors``, then
+    ``copy_in_chunk`` chunk after chunk) for two buffered fields, x (reach 0) and z (reach 2),
+    and w read in place (reach 1), their next columns where the command line says (offsets
+    and strides in elements from the block's data), each line asked for recorded instead of
+    prefetched. Prints the data's address, the lines asked for by each chunk, then each line's
+    address."""
+    at = {"x": "x_first", "z": "z_first", "w": "w_first"}
+    ahead = [
+        Ahead(name, "double", f"{at[name]} + 0 * (e_J - b_J)", f"{name}_stride", extra)
+        for name, extra in (("x", 0), ("z", 2), ("w", 1))
+    ]
+    columns = [
+        Column(name, "double", "v * (int64_t)(sf_levels + 2) + sf_t", "(int64_t)(sf_levels + 2)",
+               extra, f"g_{name}")
+        for name, extra in (("x", 0), ("z", 2))
+    ]
+    buffered = ["x", "z"]
+    cursors = "\n".join(ask_cursors(ahead, buffered, "e_J - b_J", "    "))
+    chunk = "\n".join(
+        copy_in_chunk(columns, "e_J - b_J", 80, "        ",
+                      ask=lambda field, eight: asks(ahead, buffered, field, eight))
+    )
+    return rf"""
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-/* Each line asked for, recorded instead of prefetched. */
-static uintptr_t asked[1 << 16];
+static uintptr_t asked[1 << 20];
 static int64_t recorded;
 #define __builtin_prefetch(address, write, locality) (asked[recorded++] = (uintptr_t)(address))
-AHEAD_C
-/* argv: start stride bytes columns pieces; prints the lines each piece asked for, then each
-   line's address. */
-int main(int argc, char** argv) {
+#define SF_COLUMNS_8 {int(columns8)}
+#define sf_columns_in_f64(g, row, col, stride, levels) ((void)0)
+{AHEAD_C}
+int main(int argc, char** argv) {{
     (void)argc;
-    sf_cursor next = sf_cursor_at((uintptr_t)strtoull(argv[1], NULL, 10), atoll(argv[2]),
-                                  atoll(argv[3]), atoll(argv[4]));
-    const int64_t pieces = atoll(argv[5]);
-    const int64_t per = (atoll(argv[4]) * next.lines + pieces - 1) / pieces;
-    for (int64_t piece = 0; piece < pieces; ++piece) {
+    const int64_t b_J = 0, e_J = atoll(argv[1]);
+    const size_t sf_levels = (size_t)atoll(argv[2]);
+    const int64_t x_first = atoll(argv[3]), x_stride = atoll(argv[4]);
+    const int64_t z_first = atoll(argv[5]), z_stride = atoll(argv[6]);
+    const int64_t w_first = atoll(argv[7]), w_stride = atoll(argv[8]);
+    double* data = calloc((size_t)(e_J * (int64_t)(sf_levels + 2) + 8), sizeof(double));
+    double* g_x = calloc(80 * 16, sizeof(double));
+    double* g_z = calloc(80 * 16, sizeof(double));
+    const double *p_x = data, *p_z = data, *p_w = data;
+    const int sf_ahead = 1;
+    const int64_t sf_chunks = ((int64_t)sf_levels + 7) / 8;
+    printf("%llu\n", (unsigned long long)(uintptr_t)data);
+{cursors}
+    for (int64_t sf_c = 0; sf_c < sf_chunks; ++sf_c) {{
+        const int64_t sf_t = 8 * sf_c;
+        const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? (int64_t)sf_levels - sf_t : 8;
         const int64_t before = recorded;
-        sf_ask(&next, per);
+{chunk}
         printf("%lld ", (long long)(recorded - before));
-    }
+    }}
     printf("\n");
-    for (int64_t line = 0; line < recorded; ++line) printf("%llu ", (unsigned long long)asked[line]);
+    for (int64_t line = 0; line < recorded; ++line)
+        printf("%llu ", (unsigned long long)asked[line]);
     printf("\n");
+    free(data); free(g_x); free(g_z);
     return 0;
-}
-""".replace("AHEAD_C", AHEAD_C)
+}}
+"""
 
 
 @pytest.fixture(scope="module")
-def ask_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("ask")
-    source, executable = directory / "ask.c", directory / "ask"
-    source.write_text(_ASK_CHECK)
-    flags = ["-O2", "-Wall", "-Werror"]
-    subprocess.run([default_compiler(), *flags, str(source), "-o", str(executable)], check=True)
-    return executable
+def asking_checks(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    directory = tmp_path_factory.mktemp("asking")
+    built = {}
+    for columns8 in (False, True):
+        source, executable = directory / f"ask{int(columns8)}.c", directory / f"ask{int(columns8)}"
+        source.write_text(_asking_check(columns8))
+        flags = ["-O1", "-Wall", "-Werror", "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
+        subprocess.run(
+            [default_compiler(), *flags, str(source), "-o", str(executable)], check=True
+        )
+        built[columns8] = executable
+    return built
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def _lines(base: int, first: int, stride: int, count: int, nbytes: int) -> list[int]:
+    """Each line that columns of ``nbytes`` from element ``first`` of ``base``, ``stride``
+    elements apart, lie on, column by column (addresses modulo 2**64, as C's)."""
+    lines = []
+    for column in range(count):
+        start = (base + 8 * (first + column * stride)) % 2**64
+        lines += range(start - start % 64, start + nbytes, 64)
+    return lines
+
+
+_offsets = st.tuples(st.integers(-(2**20), 2**20), st.integers(-90, 90))
+
+
+@settings(max_examples=120, deadline=None)
 @given(
-    offset=st.integers(0, 4095),
-    stride=st.integers(-600, 600).map(lambda eights: 8 * eights),
-    levels=st.integers(1, 200),
-    columns=st.integers(0, 70),
-    pieces=st.integers(1, 90),
+    columns8=st.booleans(),
+    count=st.integers(1, 70),
+    levels=st.integers(1, 40),
+    x=_offsets,
+    z=_offsets,
+    w=_offsets,
 )
-def test_the_cursor_asks_for_each_line_of_the_next_blocks_columns_once_spread_over_the_pieces(
-    ask_check: Path, offset: int, stride: int, levels: int, columns: int, pieces: int
+def test_the_copy_in_asks_for_every_line_of_the_next_blocks_columns_once_chunk_by_chunk(
+    asking_checks: dict[bool, Path],
+    columns8: bool,
+    count: int,
+    levels: int,
+    x: tuple[int, int],
+    z: tuple[int, int],
+    w: tuple[int, int],
 ) -> None:
-    # Column after column (at any stride, backwards too), each column's lines from the one
-    # its first byte is on, as many as the first column spans; every piece asks for its
-    # share, none more, and all of them ask for every line.
-    start = 2**40 + offset
+    # Whatever the columns' strides (backwards, zero, not whole lines) and however the
+    # block's columns go (eight through a transpose or one at a time), the pieces copied in
+    # ask for each line the next block's columns lie on, once per field, all of them by the
+    # last chunk; and each chunk asks for its part (the lines over the chunks, sized by the
+    # most lines a column spans), give or take a line for each sf_ask.
+    arguments = [count, levels, *x, *z, *w]
     run = subprocess.run(
-        [str(ask_check), str(start), str(stride), str(8 * levels), str(columns), str(pieces)],
+        [str(asking_checks[columns8]), *map(str, arguments)],
         capture_output=True, text=True, check=True,
     )
-    shares_text, lines_text = run.stdout.split("\n")[:2]
-    shares, asked = [int(n) for n in shares_text.split()], [int(n) for n in lines_text.split()]
-    lines = (offset % 64 + 8 * levels + 63) // 64
-    expected = [
-        ((start + column * stride) & ~63) + 64 * line
-        for column in range(columns)
-        for line in range(lines)
-    ]
-    assert asked == expected
-    per = -(-len(expected) // pieces)
-    assert len(shares) == pieces and max(shares) <= per and sum(shares) == len(expected)
+    base_text, chunks_text, asked_text = run.stdout.split("\n")[:3]
+    base = int(base_text)
+    expected, part = [], 0.0
+    chunks = -(-levels // 8)
+    for (first, stride), extra in ((x, 0), (z, 2), (w, 1)):
+        nbytes = 8 * (levels + extra)
+        expected += _lines(base, first, stride, count, nbytes)
+        spans = ((base + 8 * first) % 64 + nbytes + 63) // 64
+        most = spans if (8 * stride) % 64 == 0 else (nbytes + 126) // 64
+        part += count * most / chunks
+    asked = [int(n) for n in asked_text.split()]
+    assert sorted(asked) == sorted(expected)
+    calls = 2 * 2 * ((count // 8 + count % 8) if columns8 else count)
+    by_chunk = [int(n) for n in chunks_text.split()]
+    assert len(by_chunk) == chunks and max(by_chunk) <= part + calls
 
 
 def test_the_block_asks_ahead_for_every_column_the_next_block_reads_from_memory() -> None:

@@ -102,7 +102,7 @@ def test_the_next_block_is_prefetched_only_when_asked(backend: CompiledBackend) 
     prefetches = backend.name.endswith("prefetching")
     assert narrow.count("sf_prefetch_column((uintptr_t)") == (1 if prefetches else 0)
     assert ("the next block prefetched" in narrow) == prefetches
-    # A chunked copy-in (float64 columns) always asks for it, in shares of its own.
+    # A chunked copy-in (float64 columns) always asks for it, a cursor per field.
     shape = (3, 9, 6)
     wide = inner_tridiagonal.with_backend(backend).lower(*_inputs(shape, 1), np.zeros(shape))
     assert "sf_prefetch_column((uintptr_t)" not in wide.source.text

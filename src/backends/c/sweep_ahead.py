@@ -4,21 +4,22 @@ A block's first reads would wait for memory, and the memory would idle while the
 computes. So where the copy-in goes in chunks (``sweep_columns.copy_in_chunk``), the block's
 copy-in asks for the lines of the columns the next block reads into L2 (those that follow the
 block's, for a thread whose next block comes next in memory), a few lines before each piece
-it copies, so that the asking is spread evenly over the whole copy-in rather than issued in
-bursts. A cursor per field (``sf_next_<n>``, ``ask_cursors``) gives its lines column after
-column, line after line; each piece of a buffered field asks for its share (``sf_per_<n>``,
-the lines over the pieces, rounded up) of that field's, and of
-the fields read in place along the axis that the field takes on (``asks``; the vertical
-advection's ``wcon`` at ``I`` and ``I + 1``: ``sweep_fields.fields_ahead``). The C written
-here uses the sweep's names: ``p_<name>``, ``sf_levels`` (the domain's levels) and
-``sf_ahead`` (whether the block asks at all, declared by ``sweeps``).
+it copies (eight columns of a field a chunk, or one), so that the asking is spread over the
+whole copy-in rather than issued in bursts. A cursor per field (``sf_next_<n>``,
+``ask_cursors``) gives its lines column after column, line after line; each piece of a
+buffered field asks for its part of that field's lines (``sf_eight_<n>``, ``sf_one_<n>``:
+the lines over the pieces, rounded up), and for a part of those of each field read in place
+along the axis (``asks``; the vertical advection's ``wcon`` at ``I`` and ``I + 1``:
+``sweep_fields.fields_ahead``). The C written here uses the sweep's names: ``p_<name>``,
+``sf_levels`` (the domain's levels), ``sf_chunks`` and ``sf_ahead`` (whether the block asks
+at all), declared by ``sweeps``.
 
-Measured on the 2-core Zen 4: prefetches issued back to back are mostly dropped (a 128 KiB
-region asked for so saved 18-29 % of its read's memory time, asked for a line at a time
-between other work 100 %: ``python -m benchmarks.memory_probe``). Asked for a line at a time
-over the copy-in, without the divisions of proportional shares, tridiagonal's 256x256x64 ran
-10-15 % faster than with shares of whole columns over every part of the block, and in the
-caches 10 % faster (docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
+Measured on the 2-core Zen 4 (ADR 0014, third amendment): prefetches issued back to back are
+mostly dropped (a 128 KiB region asked for so saved 28-29 % of its read's memory time, asked
+for a line at a time between other work all of it: ``python -m benchmarks.memory_probe``).
+Asked for this way rather than in shares of whole columns over every part of the block,
+tridiagonal's 256x256x64 ran 7-16 % faster, and 6 % faster in the caches
+(docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
 """
 
 from __future__ import annotations
@@ -32,22 +33,31 @@ __all__ = ["AHEAD_C", "Ahead", "ask_cursors", "asks"]
 #: ``sf_cursor``, ``sf_ask``.
 AHEAD_C = r"""
 /* Where a block's copy-in is in asking for one field's lines of the columns after the block:
-   the next line (`line`), the lines left in its column (`left`) and in the columns after it
-   (`rest`, `lines` a column, columns `stride` bytes apart from `column`). */
+   the next line (`line`), the lines left in its column (`left`), and the columns after it
+   (`rest`, `bytes` each from `column`'s first byte, `stride` bytes apart). */
 typedef struct {
     uintptr_t line, column;
-    int64_t left, rest, lines, stride;
+    int64_t left, rest, bytes, stride;
 } sf_cursor;
-/* A cursor over `columns` columns of `bytes` each from the address `start`, `stride` bytes
-   apart: each column's lines from the one its first byte is on to the one its last is on (the
-   first column's count for all: alike where the stride is a whole number of lines). */
+/* The lines of the column of `bytes` from `start`: from the one its first byte is on to the
+   one its last is on. */
+static inline int64_t sf_lines_of(uintptr_t start, int64_t bytes) {
+    return (int64_t)(((start & 63) + (uintptr_t)bytes + 63) / 64);
+}
+/* A cursor over `columns` columns of `bytes` each, the first from the address `start`, the
+   others `stride` bytes apart. */
 static inline sf_cursor sf_cursor_at(uintptr_t start, int64_t stride, int64_t bytes,
                                      int64_t columns) {
-    const int64_t lines = (int64_t)(((start & 63) + (uintptr_t)bytes + 63) / 64);
-    const uintptr_t line = start & ~(uintptr_t)63;
-    const sf_cursor cursor = {line, start, columns > 0 ? lines : 0, (columns - 1) * lines, lines,
+    const sf_cursor cursor = {start & ~(uintptr_t)63, start,
+                              columns > 0 ? sf_lines_of(start, bytes) : 0, columns - 1, bytes,
                               stride};
     return cursor;
+}
+/* The most lines a column of the cursor spans: the first's where all lie alike on their
+   lines (the stride a whole number of lines), else the most any can. */
+static inline int64_t sf_most_lines(const sf_cursor* next) {
+    return next->stride % 64 == 0 ? sf_lines_of(next->column, next->bytes)
+                                  : (next->bytes + 126) / 64;
 }
 /* The cursor's next `count` lines asked for into L2, one after another, a column's at a time.
    Addresses are formed as integers: past the array, a prefetch does nothing. */
@@ -62,8 +72,8 @@ static inline __attribute__((always_inline)) void sf_ask(sf_cursor* next, int64_
         if (next->left == 0 && next->rest > 0) {
             next->column += (uintptr_t)next->stride;
             next->line = next->column & ~(uintptr_t)63;
-            next->left = next->lines;
-            next->rest -= next->lines;
+            next->left = sf_lines_of(next->column, next->bytes);
+            --next->rest;
         }
     }
 }
@@ -90,31 +100,41 @@ class Ahead:
     extra: int
 
 
-def ask_cursors(ahead: Sequence[Ahead], count: str, pieces: str, indent: str) -> list[str]:
+def ask_cursors(
+    ahead: Sequence[Ahead], buffered: Sequence[str], count: str, indent: str
+) -> list[str]:
     """The declarations, at a block's start, of a cursor ``sf_next_<n>`` over each of
     ``ahead``'s lines of the ``count`` (C) columns after the block's (none where not
-    ``sf_ahead``), and of the lines ``sf_per_<n>`` that each of the ``pieces`` (C) of the
-    block asks for of it: the least share with which the pieces ask for all of them."""
+    ``sf_ahead``), and of the lines of it that each piece copied in asks for: ``sf_one_<n>``
+    for a column of a field a chunk (``sf_chunks``), ``sf_eight_<n>`` for eight. They are the
+    cursor's lines (sized by the most a column spans) over the pieces that ask for them,
+    rounded up, so the pieces ask for all of them however the columns go: those of
+    ``buffered`` field's own cursor, or, for a field read in place (not among ``buffered``),
+    every buffered field's pieces, each for its part."""
     lines = []
     for n, a in enumerate(ahead):
         start = f"(uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * sizeof({a.ctype})"
         stride = f"{a.stride} * (int64_t)sizeof({a.ctype})"
         nbytes = f"((int64_t)sf_levels + {a.extra}) * (int64_t)sizeof({a.ctype})"
-        columns = f"sf_ahead ? {count} : 0"
+        split = 1 if a.name in buffered else len(buffered)
+        total = f"({count}) * sf_most_lines(&sf_next_{n})"
+        units = f"{split} * ({count}) * sf_chunks"
         lines += [
             f"{indent}sf_cursor sf_next_{n} = sf_cursor_at({start}, {stride}, {nbytes}, "
-            f"{columns});",
-            f"{indent}const int64_t sf_per_{n} = (({count}) * sf_next_{n}.lines + ({pieces}) - 1)"
-            f" / ({pieces});",
+            f"sf_ahead ? {count} : 0);",
+            f"{indent}const int64_t sf_one_{n} = ({total} + {units} - 1) / ({units});",
+            f"{indent}const int64_t sf_eight_{n} = (8 * {total} + {units} - 1) / ({units});",
         ]
     return lines
 
 
-def asks(asking: Sequence[str], field: str, share: str) -> list[str]:
-    """The ``sf_ask`` calls of a piece of ``field`` copied in: of each cursor ``n`` that
-    ``asking[n]`` gives that field, ``share`` (C, ``{}`` for ``sf_per_<n>``) lines."""
+def asks(ahead: Sequence[Ahead], buffered: Sequence[str], field: str, eight: bool) -> list[str]:
+    """The ``sf_ask`` calls of a piece of the buffered ``field`` copied in, of ``eight``
+    columns or one (``ask_cursors``): its own cursor's share, and a share of each field read in
+    place (not among ``buffered``)."""
+    size = "eight" if eight else "one"
     return [
-        f"sf_ask(&sf_next_{n}, {share.format(f'sf_per_{n}')});"
-        for n, name in enumerate(asking)
-        if name == field
+        f"sf_ask(&sf_next_{n}, sf_{size}_{n});"
+        for n, a in enumerate(ahead)
+        if a.name == field or a.name not in buffered
     ]

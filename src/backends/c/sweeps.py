@@ -487,31 +487,24 @@ class _SweepGenerator(_StencilGenerator):
     def _chunks(self, forward: bool, axis: str, vector: str, indent: str) -> list[str]:
         """The loop over the first pass's chunks of eight levels (the last may have fewer),
         in the pass's direction, each chunk's columns copied in before its steps, every
-        piece copied (eight columns of a field a chunk) asking for lines of the next block's
-        columns first (``sweep_ahead``): a buffered field's pieces ask for that field's, and
-        the fields read in place are shared out among the buffered ones."""
+        piece copied asking for lines of the next block's columns first (``sweep_ahead``)."""
         inner = indent + "    "
         order = "sf_c" if forward else "sf_chunks - 1 - sf_c"
         count = f"e_{vector} - b_{vector}"
         columns = self._columns(axis, vector, chunk=True)
         ahead = self._ahead_columns(axis, vector)
-        names = [c.name for c in columns]
-        spare = iter(range(len(ahead)))
-        asking = [
-            a.name if a.name in names else names[next(spare) % len(names)] for a in ahead
-        ]
-        pieces = f"sf_chunks * (({count} + 7) / 8)"
+        buffered = [c.name for c in columns]
         return [
             f"{indent}const int64_t sf_chunks = ((int64_t)sf_levels + 7) / 8;",
             f"{indent}const int sf_ahead = {self._points()} >= {self.parallel_min_points};",
-            *ask_cursors(ahead, count, pieces, indent),
+            *ask_cursors(ahead, buffered, count, indent),
             f"{indent}for (int64_t sf_c = 0; sf_c < sf_chunks; ++sf_c) {{",
             f"{inner}const int64_t sf_t = 8 * ({order});",
             f"{inner}const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? "
             "(int64_t)sf_levels - sf_t : 8;",
             *copy_in_chunk(
                 columns, count, self.row, inner,
-                ask=lambda field, share: asks(asking, field, share),
+                ask=lambda field, eight: asks(ahead, buffered, field, eight),
             ),
         ]
 
