@@ -15,11 +15,11 @@ along the axis (``asks``; the vertical advection's ``wcon`` at ``I`` and ``I + 1
 at all), declared by ``sweeps``.
 
 Measured on the 2-core Zen 4 (ADR 0014, third amendment): prefetches issued back to back are
-mostly dropped (a 128 KiB region asked for so saved 28-29 % of its read's memory time, asked
-for a line at a time between other work all of it: ``python -m benchmarks.memory_probe``).
+mostly dropped (a 128 KiB region asked for so saved 28-47 % of its read's memory time, asked
+for a line at a time between other work 91-100 %: ``python -m benchmarks.memory_probe``).
 Asked for this way rather than in shares of whole columns over every part of the block,
-tridiagonal's 256x256x64 ran 7-16 % faster, and 6 % faster in the caches
-(docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
+tridiagonal's 256x256x64 ran 8-14 % faster (4-5 % in the caches), the vertical advection's
+8-12 % (docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
 """
 
 from __future__ import annotations
@@ -108,9 +108,9 @@ def ask_cursors(
     ``sf_ahead``), and of the lines of it that each piece copied in asks for: ``sf_one_<n>``
     for a column of a field a chunk (``sf_chunks``), ``sf_eight_<n>`` for eight. They are the
     cursor's lines (sized by the most a column spans) over the pieces that ask for them,
-    rounded up, so the pieces ask for all of them however the columns go: those of
-    ``buffered`` field's own cursor, or, for a field read in place (not among ``buffered``),
-    every buffered field's pieces, each for its part."""
+    rounded up, so that the pieces ask for all of them however the columns go. A buffered
+    field's pieces ask for its own cursor's lines; every buffered field's pieces ask for a
+    part of those of each field read in place (not among ``buffered``)."""
     lines = []
     for n, a in enumerate(ahead):
         start = f"(uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * sizeof({a.ctype})"
