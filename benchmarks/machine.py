@@ -279,7 +279,7 @@ class CopyKernel:
         return CopyBandwidth(self.bytes_moved / min(seconds), self.array_bytes, self.method)
 
 
-def _aligned(n: int) -> np.ndarray:
+def aligned_doubles(n: int) -> np.ndarray:
     """``n`` doubles starting on a 64-byte boundary (a cache line; what streaming stores of
     the widest vectors need)."""
     raw = np.empty(n + 8)
@@ -295,7 +295,7 @@ def copy_kernel(array_bytes: int | None = None) -> CopyKernel:
     """
     nbytes = array_bytes or max(4 * last_level_cache_bytes(), 64 * 2**20)
     n = nbytes // 64 * 8  # whole cache lines: the streaming copy's contract
-    source, target = _aligned(n), _aligned(n)
+    source, target = aligned_doubles(n), aligned_doubles(n)
     compiler = find_compiler()
     with tempfile.TemporaryDirectory(prefix="stencilforge-stream-") as directory:
         # The loaded library stays mapped after its file is removed.

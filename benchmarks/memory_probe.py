@@ -35,7 +35,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from .machine import build_c_library, copy_kernel, find_compiler
+from .machine import aligned_doubles, build_c_library, copy_kernel, find_compiler
 from .workloads import SIZES, WORKLOADS
 
 __all__ = [
@@ -327,9 +327,7 @@ def build_probe(directory: Path) -> Probe | None:
 
 
 def _aligned(n: int, value: float) -> np.ndarray:
-    raw = np.empty(n + 8)
-    skip = (-raw.ctypes.data % 64) // 8
-    array = raw[skip : skip + n]
+    array = aligned_doubles(n)
     array[...] = value
     return array
 

@@ -144,27 +144,26 @@ def copy_in_chunk(
     row: int,
     indent: str,
     *,
-    ask: Callable[[str, bool], list[str]] | None = None,
+    ask: Callable[[str, bool], list[str]],
 ) -> list[str]:
     """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
     reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
     where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
-    ``SF_COLUMNS_8``, the columns left over one at a time. With ``ask``, each field's eight
-    columns copied first run ``ask(field, True)`` (C lines: ``sweep_ahead.asks``), a column
-    copied alone ``ask(field, False)`` for each field."""
+    ``SF_COLUMNS_8``, the columns left over one at a time. Each field's eight columns copied
+    first run ``ask(field, True)`` (C lines: ``sweep_ahead.asks``), a column copied alone
+    ``ask(field, False)`` for each field."""
     if not columns:
         return []
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]
     lines.append(f"{indent}    for (; v + 8 <= {count}; v += 8) {{")
     for c in columns:
-        lines += [f"{indent}        {line}" for line in (ask(c.name, True) if ask else [])]
+        lines += [f"{indent}        {line}" for line in ask(c.name, True)]
         lines.append(
             f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
             f"{c.stride}, sf_n + {c.extra});"
         )
     lines += [f"{indent}    }}", "#endif", f"{indent}    for (; v < {count}; ++v) {{"]
-    if ask:
-        lines += [f"{indent}        {line}" for c in columns for line in ask(c.name, False)]
+    lines += [f"{indent}        {line}" for c in columns for line in ask(c.name, False)]
     lines += _columns_one_by_one(columns, row, "sf_n", indent + "        ")
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 
