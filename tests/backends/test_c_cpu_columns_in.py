@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends
-from backends.c.sweep_ahead import AHEAD_C, Ahead, ask_cursors, asks
+from backends.c.sweep_ahead import AHEAD_C, Ahead, Asking
 from backends.c.sweep_columns import COLUMNS_IN_C, Column, copy_in_chunk
 from backends.clike.compiler import default_compiler
 from benchmarks.workloads import solve_tridiagonal, thomas_kernel, vadv_kernel, vertical_advection
@@ -288,11 +288,13 @@ def test_float32_columns_keep_the_scalar_copy_and_agree_with_numpy() -> None:
 
 
 #: Calls sf_columns_in_f64 on 0-27 levels of eight columns a positive, a negative and a zero
-#: stride apart, into a buffer filled with -1, and counts the points that differ from the
-#: columns or that it wrote outside them. Exits 77 where SF_COLUMNS_8 is 0.
+#: stride apart, into a buffer filled with -1, owing 0-24 lines of a cursor, and counts the
+#: points that differ from the columns or that it wrote outside them, and the calls that did
+#: not ask for exactly the lines owed. Exits 77 where SF_COLUMNS_8 is 0.
 _COLUMNS_CHECK = r"""
 #include <stdint.h>
 #include <stdio.h>
+AHEAD_C
 COLUMNS_IN_C
 int main(void) {
 #if !SF_COLUMNS_8
@@ -308,7 +310,11 @@ int main(void) {
             const int64_t stride = strides[s];
             const double* col = src + 1 + (stride < 0 ? 8 * (MOST + 3) : 0);
             for (int i = 0; i < ROW * (MOST + 1); ++i) g[i] = -1.0;
-            sf_columns_in_f64(g, ROW, col, stride, levels);
+            const int64_t owed = (levels * 7 + s) % 25;
+            sf_cursor next = sf_cursor_at((uintptr_t)src, 0, (int64_t)sizeof src, 1);
+            const uintptr_t first = next.line;
+            sf_columns_in_f64(g, ROW, col, stride, levels, &next, owed);
+            wrong += (int64_t)(next.line - first) != 64 * owed;
             for (int64_t k = 0; k <= MOST; ++k)
                 for (int c = 0; c < ROW; ++c) {
                     const double want = k < levels && c < 8 ? col[c * stride + k] : -1.0;
@@ -320,7 +326,7 @@ int main(void) {
     return 0;
 #endif
 }
-""".replace("COLUMNS_IN_C", COLUMNS_IN_C)
+""".replace("AHEAD_C", AHEAD_C).replace("COLUMNS_IN_C", COLUMNS_IN_C)
 
 
 def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: Path) -> None:
@@ -336,8 +342,8 @@ def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: P
 
 
 def _asking_check(columns8: bool) -> str:
-    """A C program running the generated asking of a block's copy-in (``ask_cursors``, then
-    ``copy_in_chunk`` chunk after chunk) for two buffered fields, x (reach 0) and z (reach 2),
+    """A C program running the generated asking of a block's copy-in
+    (``Asking.declarations``, then ``copy_in_chunk`` chunk after chunk) for two buffered fields, x (reach 0) and z (reach 2),
     and w read in place (reach 1), their next columns where the command line says (offsets
     and strides in elements from the block's data), each line asked for recorded instead of
     prefetched. Prints the data's address, the lines asked for by each chunk, then each line's
@@ -353,11 +359,9 @@ def _asking_check(columns8: bool) -> str:
         for name, extra in (("x", 0), ("z", 2))
     ]
     buffered = ["x", "z"]
-    cursors = "\n".join(ask_cursors(ahead, buffered, "e_J - b_J", "    "))
-    chunk = "\n".join(
-        copy_in_chunk(columns, "e_J - b_J", 80, "        ",
-                      ask=lambda field, eight: asks(ahead, buffered, field, eight))
-    )
+    asking = Asking(tuple(ahead), tuple(buffered))
+    cursors = "\n".join(asking.declarations("e_J - b_J", "    "))
+    chunk = "\n".join(copy_in_chunk(columns, "e_J - b_J", 80, "        ", asking=asking))
     return rf"""
 #include <stdint.h>
 #include <stdio.h>
@@ -366,8 +370,8 @@ static uintptr_t asked[1 << 20];
 static int64_t recorded;
 #define __builtin_prefetch(address, write, locality) (asked[recorded++] = (uintptr_t)(address))
 #define SF_COLUMNS_8 {int(columns8)}
-#define sf_columns_in_f64(g, row, col, stride, levels) ((void)0)
 {AHEAD_C}
+#define sf_columns_in_f64(g, row, col, stride, levels, next, owed) sf_ask(next, owed)
 int main(int argc, char** argv) {{
     (void)argc;
     const int64_t b_J = 0, e_J = atoll(argv[1]);

@@ -3,32 +3,36 @@
 A block's first reads would wait for memory, and the memory would idle while the block
 computes. So where the copy-in goes in chunks (``sweep_columns.copy_in_chunk``), the block's
 copy-in asks for the lines of the columns the next block reads into L2 (those that follow the
-block's, for a thread whose next block comes next in memory), a few lines before each piece
-it copies (eight columns of a field a chunk, or one), so that the asking is spread over the
+block's, for a thread whose next block comes next in memory), a few lines with each piece it
+copies (eight columns of a field a chunk, or one), so that the asking is spread over the
 whole copy-in rather than issued in bursts. A cursor per field (``sf_next_<n>``,
-``ask_cursors``) gives its lines column after column, line after line; each piece of a
+``Asking.declarations``) gives its lines column after column, line after line; each piece of a
 buffered field asks for its part of that field's lines (``sf_eight_<n>``, ``sf_one_<n>``:
 the lines over the pieces, rounded up), and for a part of those of each field read in place
-along the axis (``asks``; the vertical advection's ``wcon`` at ``I`` and ``I + 1``:
-``sweep_fields.fields_ahead``). The C written here uses the sweep's names: ``p_<name>``,
-``sf_levels`` (the domain's levels), ``sf_chunks`` and ``sf_ahead`` (whether the block asks
-at all), declared by ``sweeps``.
+along the axis (``Asking``; the vertical advection's ``wcon`` at ``I`` and ``I + 1``:
+``sweep_fields.fields_ahead``). Eight columns copied through a transpose owe it their own
+field's part: it asks for a line after each of its loads and stores (``sf_ask_owed``), the
+rest after its last level; the parts of the fields read in place are asked for before it, as
+a column copied alone asks for all of its parts. The C written here uses the
+sweep's names: ``p_<name>``, ``sf_levels`` (the domain's levels), ``sf_chunks`` and
+``sf_ahead`` (whether the block asks at all), declared by ``sweeps``.
 
-Measured on the 2-core Zen 4 (ADR 0014, third amendment): prefetches issued back to back are
-mostly dropped (a 128 KiB region asked for so saved 28-47 % of its read's memory time, asked
-for a line at a time between other work 91-100 %: ``python -m benchmarks.memory_probe``).
-Asked for this way rather than in shares of whole columns over every part of the block,
-tridiagonal's 256x256x64 ran 8-14 % faster (4-5 % in the caches), the vertical advection's
-8-12 % (docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
+Measured on the 2-core Zen 4 (ADR 0014, third and fourth amendments): prefetches issued back
+to back are mostly dropped (a 128 KiB region asked for so saved 28-47 % of its read's memory
+time, asked for a line at a time between other work 91-100 %: ``python -m
+benchmarks.memory_probe``). Asked for this way rather than in shares of whole columns over
+every part of the block, tridiagonal's 256x256x64 ran 8-14 % faster (4-5 % in the caches),
+the vertical advection's 8-12 % (docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
+One line after each load and store of a transpose rather than a piece's lines before it: the
+same on the large grid, 6-10 % faster in the caches, where the asking is most of its cost
+(docs/notes/2026-12-06-scans-what-the-asking-costs.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import attrs
 
-__all__ = ["AHEAD_C", "Ahead", "ask_cursors", "asks"]
+__all__ = ["AHEAD_C", "Ahead", "Asking"]
 
 #: ``sf_cursor``, ``sf_ask``.
 AHEAD_C = r"""
@@ -77,13 +81,20 @@ static inline __attribute__((always_inline)) void sf_ask(sf_cursor* next, int64_
         }
     }
 }
+/* One line of `next`'s, where a piece copied in still owes its asking some (`*owed`). */
+static inline __attribute__((always_inline)) void sf_ask_owed(sf_cursor* next, int64_t* owed) {
+    if (*owed > 0) {
+        sf_ask(next, 1);
+        --*owed;
+    }
+}
 """
 
 
 @attrs.frozen
 class Ahead:
     """Columns after the block's that the next block reads from memory, as this block asks
-    for them into L2 (``ask_cursors``).
+    for them into L2 (``Asking``).
 
     Attributes:
         name: the field (its pointer is ``p_<name>``).
@@ -100,41 +111,64 @@ class Ahead:
     extra: int
 
 
-def ask_cursors(
-    ahead: Sequence[Ahead], buffered: Sequence[str], count: str, indent: str
-) -> list[str]:
-    """The declarations, at a block's start, of a cursor ``sf_next_<n>`` over each of
-    ``ahead``'s lines of the ``count`` (C) columns after the block's (none where not
-    ``sf_ahead``), and of the lines of it that each piece copied in asks for: ``sf_one_<n>``
-    for a column of a field a chunk (``sf_chunks``), ``sf_eight_<n>`` for eight. They are the
-    cursor's lines (sized by the most a column spans) over the pieces that ask for them,
-    rounded up, so that the pieces ask for all of them however the columns go. A buffered
-    field's pieces ask for its own cursor's lines; every buffered field's pieces ask for a
-    part of those of each field read in place (not among ``buffered``)."""
-    lines = []
-    for n, a in enumerate(ahead):
-        start = f"(uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * sizeof({a.ctype})"
-        stride = f"{a.stride} * (int64_t)sizeof({a.ctype})"
-        nbytes = f"((int64_t)sf_levels + {a.extra}) * (int64_t)sizeof({a.ctype})"
-        split = 1 if a.name in buffered else len(buffered)
-        total = f"({count}) * sf_most_lines(&sf_next_{n})"
-        units = f"{split} * ({count}) * sf_chunks"
-        lines += [
-            f"{indent}sf_cursor sf_next_{n} = sf_cursor_at({start}, {stride}, {nbytes}, "
-            f"sf_ahead ? {count} : 0);",
-            f"{indent}const int64_t sf_one_{n} = ({total} + {units} - 1) / ({units});",
-            f"{indent}const int64_t sf_eight_{n} = (8 * {total} + {units} - 1) / ({units});",
+@attrs.frozen
+class Asking:
+    """How a block's copy-in asks for the lines of ``ahead``'s next columns: a cursor
+    ``sf_next_<n>`` over each (``declarations``); a piece of a buffered field (one of
+    ``buffered``) asks for its part of its own cursor's lines and of each cursor of a field
+    read in place (not among ``buffered``)."""
+
+    ahead: tuple[Ahead, ...]
+    buffered: tuple[str, ...]
+
+    def declarations(self, count: str, indent: str) -> list[str]:
+        """The declarations, at a block's start, of the cursors over the lines of the
+        ``count`` (C) columns after the block's (none where not ``sf_ahead``), and of the
+        lines of each that a piece copied in asks for: ``sf_one_<n>`` for a column of a field a
+        chunk (``sf_chunks``), ``sf_eight_<n>`` for eight. They are the cursor's lines (sized
+        by the most a column spans) over the pieces that ask for them, rounded up, so that the
+        pieces ask for all of them however the columns go."""
+        lines = []
+        for n, a in enumerate(self.ahead):
+            start = f"(uintptr_t)p_{a.name} + (uintptr_t)({a.start}) * sizeof({a.ctype})"
+            stride = f"{a.stride} * (int64_t)sizeof({a.ctype})"
+            nbytes = f"((int64_t)sf_levels + {a.extra}) * (int64_t)sizeof({a.ctype})"
+            split = 1 if a.name in self.buffered else len(self.buffered)
+            total = f"({count}) * sf_most_lines(&sf_next_{n})"
+            units = f"{split} * ({count}) * sf_chunks"
+            lines += [
+                f"{indent}sf_cursor sf_next_{n} = sf_cursor_at({start}, {stride}, {nbytes}, "
+                f"sf_ahead ? {count} : 0);",
+                f"{indent}const int64_t sf_one_{n} = ({total} + {units} - 1) / ({units});",
+                f"{indent}const int64_t sf_eight_{n} = (8 * {total} + {units} - 1) / ({units});",
+            ]
+        return lines
+
+    def column(self, field: str) -> list[str]:
+        """The ``sf_ask`` calls before a column of ``field`` copied alone."""
+        return [f"sf_ask(&sf_next_{n}, sf_one_{n});" for n in self._cursors(field)]
+
+    def before_eight(self, field: str) -> list[str]:
+        """The ``sf_ask`` calls before eight columns of ``field`` copied: for the fields read
+        in place (their transpose asks for ``field``'s own part: ``own``)."""
+        own = self.own(field)
+        return [f"sf_ask(&sf_next_{n}, sf_eight_{n});" for n in self._cursors(field) if n != own]
+
+    def own(self, field: str) -> int:
+        """The number ``n`` of the buffered ``field``'s own cursor ``sf_next_<n>``.
+
+        Raises:
+            ValueError: ``field`` is not among ``ahead``.
+        """
+        for n, a in enumerate(self.ahead):
+            if a.name == field:
+                return n
+        raise ValueError(f"no cursor asks for the columns of {field!r}")
+
+    def _cursors(self, field: str) -> list[int]:
+        """The numbers ``n`` of the cursors ``sf_next_<n>`` a piece of ``field`` asks of."""
+        return [
+            n
+            for n, a in enumerate(self.ahead)
+            if a.name == field or a.name not in self.buffered
         ]
-    return lines
-
-
-def asks(ahead: Sequence[Ahead], buffered: Sequence[str], field: str, eight: bool) -> list[str]:
-    """The ``sf_ask`` calls of a piece of the buffered ``field`` copied in, of ``eight``
-    columns or one (``ask_cursors``): its own cursor's share, and a share of each field read in
-    place (not among ``buffered``)."""
-    size = "eight" if eight else "one"
-    return [
-        f"sf_ask(&sf_next_{n}, sf_{size}_{n});"
-        for n, a in enumerate(ahead)
-        if a.name == field or a.name not in buffered
-    ]

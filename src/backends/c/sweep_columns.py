@@ -8,8 +8,9 @@ the domain may have eight levels or more, the copy-in goes a chunk of eight leve
 before the first pass's steps over them (``copy_in_chunk``), eight columns at a time through
 8x8 register transposes where the compiler targets AVX-512 (``sf_columns_in_f64``: eight
 loads and eight stores of a vector per 64 points), the columns left over one at a time; a
-field only the first pass reads keeps one chunk in its buffer, in L1. Each piece copied first
-asks for a few lines of the next block's columns (``backends.c.sweep_ahead``). Elsewhere,
+field only the first pass reads keeps one chunk in its buffer, in L1. Each piece copied asks
+for a few lines of the next block's columns, a transpose one after each of its loads and
+stores (``backends.c.sweep_ahead``). Elsewhere,
 every level of a column is copied before the passes, a scalar store per point (``copy_in``). A
 staged output's block buffer goes out a column at a time (``copy_out``). The C written here
 uses the sweep's names (declared by ``sweeps``): ``p_<name>``, ``g_<name>``, ``o_<name>``,
@@ -25,12 +26,13 @@ They are written with ``__builtin_shufflevector`` (clang, gcc 12 and later) rath
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
+from backends.c.sweep_ahead import Asking
 from backends.clike.expressions import C_TYPES
 
 __all__ = [
@@ -44,7 +46,8 @@ __all__ = [
     "transposable",
 ]
 
-#: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512.
+#: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512 (after
+#: ``sweep_ahead.AHEAD_C``, whose ``sf_owed`` debts the transposes pay).
 COLUMNS_IN_C = r"""
 #if defined(__AVX512F__) && defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 12)
 #define SF_COLUMNS_8 1
@@ -57,16 +60,30 @@ typedef double sf_d8u __attribute__((vector_size(64), aligned(8), may_alias));
 #define SF_HALVES(a, b, lo) \
     __builtin_shufflevector(a, b, lo, lo + 1, lo + 2, lo + 3, lo + 8, lo + 9, lo + 10, lo + 11)
 /* Columns c < 8 of `levels` points at col + c * stride into g[k * row + c], eight levels at a
-   time through an 8x8 transpose. */
+   time through an 8x8 transpose, asking for a line of the `owing` debts of `owed` after each
+   load and store (AHEAD_C), and for what they still owe after the last level. */
 static inline __attribute__((always_inline)) void sf_columns_in_f64(
-    double* restrict g, int64_t row, const double* restrict col, int64_t stride, int64_t levels) {
+    double* restrict g, int64_t row, const double* restrict col, int64_t stride, int64_t levels,
+    sf_cursor* next, int64_t owed) {
     int64_t k = 0;
     for (; k + 8 <= levels; k += 8) {
         const double* restrict at = col + k;
-        const sf_d8 r0 = *(const sf_d8u*)at, r1 = *(const sf_d8u*)(at + stride);
-        const sf_d8 r2 = *(const sf_d8u*)(at + 2 * stride), r3 = *(const sf_d8u*)(at + 3 * stride);
-        const sf_d8 r4 = *(const sf_d8u*)(at + 4 * stride), r5 = *(const sf_d8u*)(at + 5 * stride);
-        const sf_d8 r6 = *(const sf_d8u*)(at + 6 * stride), r7 = *(const sf_d8u*)(at + 7 * stride);
+        const sf_d8 r0 = *(const sf_d8u*)at;
+        sf_ask_owed(next, &owed);
+        const sf_d8 r1 = *(const sf_d8u*)(at + stride);
+        sf_ask_owed(next, &owed);
+        const sf_d8 r2 = *(const sf_d8u*)(at + 2 * stride);
+        sf_ask_owed(next, &owed);
+        const sf_d8 r3 = *(const sf_d8u*)(at + 3 * stride);
+        sf_ask_owed(next, &owed);
+        const sf_d8 r4 = *(const sf_d8u*)(at + 4 * stride);
+        sf_ask_owed(next, &owed);
+        const sf_d8 r5 = *(const sf_d8u*)(at + 5 * stride);
+        sf_ask_owed(next, &owed);
+        const sf_d8 r6 = *(const sf_d8u*)(at + 6 * stride);
+        sf_ask_owed(next, &owed);
+        const sf_d8 r7 = *(const sf_d8u*)(at + 7 * stride);
+        sf_ask_owed(next, &owed);
         const sf_d8 a0 = SF_PAIRS(r0, r1, 0), b0 = SF_PAIRS(r0, r1, 1);
         const sf_d8 a1 = SF_PAIRS(r2, r3, 0), b1 = SF_PAIRS(r2, r3, 1);
         const sf_d8 a2 = SF_PAIRS(r4, r5, 0), b2 = SF_PAIRS(r4, r5, 1);
@@ -78,14 +95,23 @@ static inline __attribute__((always_inline)) void sf_columns_in_f64(
         const sf_d8 q6 = SF_QUADS(a2, a3, 2), q7 = SF_QUADS(b2, b3, 2);
         double* restrict to = g + k * row;
         *(sf_d8u*)to = SF_HALVES(q0, q4, 0);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + row) = SF_HALVES(q1, q5, 0);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + 2 * row) = SF_HALVES(q2, q6, 0);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + 3 * row) = SF_HALVES(q3, q7, 0);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + 4 * row) = SF_HALVES(q0, q4, 4);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + 5 * row) = SF_HALVES(q1, q5, 4);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + 6 * row) = SF_HALVES(q2, q6, 4);
+        sf_ask_owed(next, &owed);
         *(sf_d8u*)(to + 7 * row) = SF_HALVES(q3, q7, 4);
+        sf_ask_owed(next, &owed);
     }
+    sf_ask(next, owed);
     for (int c = 0; c < 8; ++c)
         for (int64_t rest = k; rest < levels; ++rest) g[rest * row + c] = col[c * stride + rest];
 }
@@ -139,31 +165,26 @@ def copy_in(columns: Sequence[Column], count: str, row: int, indent: str) -> lis
 
 
 def copy_in_chunk(
-    columns: Sequence[Column],
-    count: str,
-    row: int,
-    indent: str,
-    *,
-    ask: Callable[[str, bool], list[str]],
+    columns: Sequence[Column], count: str, row: int, indent: str, *, asking: Asking
 ) -> list[str]:
     """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
     reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
     where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
-    ``SF_COLUMNS_8``, the columns left over one at a time. Each field's eight columns copied
-    first run ``ask(field, True)`` (C lines: ``sweep_ahead.asks``), a column copied alone
-    ``ask(field, False)`` for each field."""
+    ``SF_COLUMNS_8``, which asks for what they owe as it goes (``asking.owed``), the columns
+    left over one at a time, each after asking for its part (``asking.column``)."""
     if not columns:
         return []
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]
     lines.append(f"{indent}    for (; v + 8 <= {count}; v += 8) {{")
     for c in columns:
-        lines += [f"{indent}        {line}" for line in ask(c.name, True)]
+        lines += [f"{indent}        {line}" for line in asking.before_eight(c.name)]
+        own = asking.own(c.name)
         lines.append(
             f"{indent}        sf_columns_in_f64({c.buffer} + v, {row}, p_{c.name} + {c.start}, "
-            f"{c.stride}, sf_n + {c.extra});"
+            f"{c.stride}, sf_n + {c.extra}, &sf_next_{own}, sf_eight_{own});"
         )
     lines += [f"{indent}    }}", "#endif", f"{indent}    for (; v < {count}; ++v) {{"]
-    lines += [f"{indent}        {line}" for c in columns for line in ask(c.name, False)]
+    lines += [f"{indent}        {line}" for c in columns for line in asking.column(c.name)]
     lines += _columns_one_by_one(columns, row, "sf_n", indent + "        ")
     return [*lines, f"{indent}    }}", f"{indent}}}"]
 

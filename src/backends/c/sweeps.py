@@ -44,7 +44,7 @@ from backends.c.codegen import _StencilGenerator
 from backends.c.scratch import SCRATCH_C, agree_on_blocks
 from backends.c.stencil_code import StencilCode
 from backends.c.streaming import STREAM_FENCE_C, STREAM_STORES_C
-from backends.c.sweep_ahead import AHEAD_C, Ahead, ask_cursors, asks
+from backends.c.sweep_ahead import AHEAD_C, Ahead, Asking
 from backends.c.sweep_blocks import BLOCKS, ROW_PAD, choose_block, rows_read
 from backends.c.sweep_columns import (
     COLUMNS_IN_C,
@@ -261,7 +261,7 @@ class _SweepGenerator(_StencilGenerator):
         if self.prefetch_next and self.buffered and frame.vector and not self.interleaved:
             helpers += (PREFETCH_COLUMN_C,)
         if self.interleaved:
-            helpers += (COLUMNS_IN_C, AHEAD_C)
+            helpers += (AHEAD_C, COLUMNS_IN_C)
         return StencilCode(name, signature, "\n".join(lines), self.dims, helpers)
 
     def _passes(self, frame: _Frame) -> list[tuple[bool, list[str], list[str]]]:
@@ -492,20 +492,16 @@ class _SweepGenerator(_StencilGenerator):
         order = "sf_c" if forward else "sf_chunks - 1 - sf_c"
         count = f"e_{vector} - b_{vector}"
         columns = self._columns(axis, vector, chunk=True)
-        ahead = self._ahead_columns(axis, vector)
-        buffered = [c.name for c in columns]
+        asking = Asking(tuple(self._ahead_columns(axis, vector)), tuple(c.name for c in columns))
         return [
             f"{indent}const int64_t sf_chunks = ((int64_t)sf_levels + 7) / 8;",
             f"{indent}const int sf_ahead = {self._points()} >= {self.parallel_min_points};",
-            *ask_cursors(ahead, buffered, count, indent),
+            *asking.declarations(count, indent),
             f"{indent}for (int64_t sf_c = 0; sf_c < sf_chunks; ++sf_c) {{",
             f"{inner}const int64_t sf_t = 8 * ({order});",
             f"{inner}const int64_t sf_n = (int64_t)sf_levels - sf_t < 8 ? "
             "(int64_t)sf_levels - sf_t : 8;",
-            *copy_in_chunk(
-                columns, count, self.row, inner,
-                ask=lambda field, eight: asks(ahead, buffered, field, eight),
-            ),
+            *copy_in_chunk(columns, count, self.row, inner, asking=asking),
         ]
 
 
