@@ -288,9 +288,11 @@ def test_float32_columns_keep_the_scalar_copy_and_agree_with_numpy() -> None:
 
 
 #: Calls sf_columns_in_f64 on 0-27 levels of eight columns a positive, a negative and a zero
-#: stride apart, into a buffer filled with -1, owing 0-24 lines of a cursor, and counts the
-#: points that differ from the columns or that it wrote outside them, and the calls that did
-#: not ask for exactly the lines owed. Exits 77 where SF_COLUMNS_8 is 0.
+#: stride apart, into a buffer filled with -1, owing -2 to 30 lines of a cursor over columns
+#: that do not start or end on a line, and counts the points that differ from the columns or
+#: that it wrote outside them, and the calls after which the cursor is not where sf_ask of
+#: the lines owed leaves a twin of it (every line owed asked for, across columns, none more).
+#: Exits 77 where SF_COLUMNS_8 is 0.
 _COLUMNS_CHECK = r"""
 #include <stdint.h>
 #include <stdio.h>
@@ -310,11 +312,11 @@ int main(void) {
             const int64_t stride = strides[s];
             const double* col = src + 1 + (stride < 0 ? 8 * (MOST + 3) : 0);
             for (int i = 0; i < ROW * (MOST + 1); ++i) g[i] = -1.0;
-            const int64_t owed = (levels * 7 + s) % 25;
-            sf_cursor next = sf_cursor_at((uintptr_t)src, 0, (int64_t)sizeof src, 1);
-            const uintptr_t first = next.line;
+            const int64_t owed = (levels * 7 + s) % 33 - 2;
+            sf_cursor next = sf_cursor_at((uintptr_t)(src + 3), 200, 150, 5), twin = next;
             sf_columns_in_f64(g, ROW, col, stride, levels, &next, owed);
-            wrong += (int64_t)(next.line - first) != 64 * owed;
+            sf_ask(&twin, owed);
+            wrong += next.line != twin.line || next.left != twin.left || next.rest != twin.rest;
             for (int64_t k = 0; k <= MOST; ++k)
                 for (int c = 0; c < ROW; ++c) {
                     const double want = k < levels && c < 8 ? col[c * stride + k] : -1.0;
@@ -343,11 +345,11 @@ def test_the_transpose_copies_eight_columns_of_any_levels_and_stride(tmp_path: P
 
 def _asking_check(columns8: bool) -> str:
     """A C program running the generated asking of a block's copy-in
-    (``Asking.declarations``, then ``copy_in_chunk`` chunk after chunk) for two buffered fields, x (reach 0) and z (reach 2),
-    and w read in place (reach 1), their next columns where the command line says (offsets
-    and strides in elements from the block's data), each line asked for recorded instead of
-    prefetched. Prints the data's address, the lines asked for by each chunk, then each line's
-    address."""
+    (``Asking.declarations``, then ``copy_in_chunk`` chunk after chunk) for two buffered
+    fields, x (reach 0) and z (reach 2), and w read in place (reach 1), their next columns
+    where the command line says (offsets and strides in elements from the block's data), each
+    line asked for recorded instead of prefetched. Prints the data's address, the lines asked
+    for by each chunk, then each line's address."""
     at = {"x": "x_first", "z": "z_first", "w": "w_first"}
     ahead = [
         Ahead(name, "double", f"{at[name]} + 0 * (e_J - b_J)", f"{name}_stride", extra)

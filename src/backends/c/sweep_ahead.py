@@ -24,7 +24,7 @@ benchmarks.memory_probe``). Asked for this way rather than in shares of whole co
 every part of the block, tridiagonal's 256x256x64 ran 8-14 % faster (4-5 % in the caches),
 the vertical advection's 8-12 % (docs/notes/2026-12-05-scans-asking-a-line-at-a-time.md).
 One line after each load and store of a transpose rather than a piece's lines before it: the
-same on the large grid, 6-10 % faster in the caches, where the asking is most of its cost
+same on the large grid, 8-11 % faster in the caches, where the asking is most of its cost
 (docs/notes/2026-12-06-scans-what-the-asking-costs.md).
 """
 
@@ -34,7 +34,7 @@ import attrs
 
 __all__ = ["AHEAD_C", "Ahead", "Asking"]
 
-#: ``sf_cursor``, ``sf_ask``.
+#: ``sf_cursor``, ``sf_ask``, ``sf_ask_owed``.
 AHEAD_C = r"""
 /* Where a block's copy-in is in asking for one field's lines of the columns after the block:
    the next line (`line`), the lines left in its column (`left`), and the columns after it
@@ -116,7 +116,12 @@ class Asking:
     """How a block's copy-in asks for the lines of ``ahead``'s next columns: a cursor
     ``sf_next_<n>`` over each (``declarations``); a piece of a buffered field (one of
     ``buffered``) asks for its part of its own cursor's lines and of each cursor of a field
-    read in place (not among ``buffered``)."""
+    read in place (not among ``buffered``).
+
+    Attributes:
+        ahead: the columns asked for, a cursor each: ``sf_next_<n>`` for ``ahead[n]``.
+        buffered: the fields copied in (``sweep_columns.Column``), each among ``ahead``.
+    """
 
     ahead: tuple[Ahead, ...]
     buffered: tuple[str, ...]

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: ``SF_COLUMNS_8`` and ``sf_columns_in_f64``, where the compiler targets AVX-512 (after
-#: ``sweep_ahead.AHEAD_C``, whose ``sf_owed`` debts the transposes pay).
+#: ``sweep_ahead.AHEAD_C``: the transposes call its ``sf_ask`` and ``sf_ask_owed``).
 COLUMNS_IN_C = r"""
 #if defined(__AVX512F__) && defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 12)
 #define SF_COLUMNS_8 1
@@ -60,8 +60,8 @@ typedef double sf_d8u __attribute__((vector_size(64), aligned(8), may_alias));
 #define SF_HALVES(a, b, lo) \
     __builtin_shufflevector(a, b, lo, lo + 1, lo + 2, lo + 3, lo + 8, lo + 9, lo + 10, lo + 11)
 /* Columns c < 8 of `levels` points at col + c * stride into g[k * row + c], eight levels at a
-   time through an 8x8 transpose, asking for a line of the `owing` debts of `owed` after each
-   load and store (AHEAD_C), and for what they still owe after the last level. */
+   time through an 8x8 transpose, asking for one of the `owed` lines of `next` after each load
+   and store (AHEAD_C), and for the rest after the last level. */
 static inline __attribute__((always_inline)) void sf_columns_in_f64(
     double* restrict g, int64_t row, const double* restrict col, int64_t stride, int64_t levels,
     sf_cursor* next, int64_t owed) {
@@ -170,8 +170,9 @@ def copy_in_chunk(
     """The copy-in of chunk ``sf_c`` of ``sf_chunks``: levels ``[sf_t, sf_t + sf_n)`` (and the
     reach beyond) of ``count`` columns (C) of ``columns`` (whose ``start`` and ``buffer`` say
     where that chunk is), eight columns at a time through ``sf_columns_in_f64`` where
-    ``SF_COLUMNS_8``, which asks for what they owe as it goes (``asking.owed``), the columns
-    left over one at a time, each after asking for its part (``asking.column``)."""
+    ``SF_COLUMNS_8``, which asks for the field's own part as it goes (``asking.own``), after
+    the parts of the fields read in place (``asking.before_eight``); the columns left over
+    one at a time, each after asking for its parts (``asking.column``)."""
     if not columns:
         return []
     lines = [f"{indent}{{", f"{indent}    int64_t v = 0;", "#if SF_COLUMNS_8"]

@@ -487,7 +487,8 @@ class _SweepGenerator(_StencilGenerator):
     def _chunks(self, forward: bool, axis: str, vector: str, indent: str) -> list[str]:
         """The loop over the first pass's chunks of eight levels (the last may have fewer),
         in the pass's direction, each chunk's columns copied in before its steps, every
-        piece copied asking for lines of the next block's columns first (``sweep_ahead``)."""
+        piece copied asking for lines of the next block's columns as it goes
+        (``sweep_ahead``)."""
         inner = indent + "    "
         order = "sf_c" if forward else "sf_chunks - 1 - sf_c"
         count = f"e_{vector} - b_{vector}"
